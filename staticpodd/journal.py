@@ -1,0 +1,134 @@
+"""journald logging with fixed MESSAGE_IDs and upper-case structured fields.
+
+Every action and event staticpodd takes is one journal entry: a human ``MESSAGE`` plus fields
+``MESSAGE_ID``, ``STATICPODD_EVENT``, ``COMPONENT``, ``VERSION``, ``DIGEST``, ``ACTOR``,
+``REASON``, ``STATICPODD_ROOT`` (the ``--root``, so tests and multi-root hosts can filter) and
+event-specific extras. Manifest contents, and values taken from a manifest's command line, are
+never logged.
+
+Entries go through systemd-python's ``journal.send`` when the module imports and the journal
+socket exists; otherwise one line per entry goes to stderr (a container, a CI box without
+journald). ``systemd/staticpodd.catalog`` has an entry for every MESSAGE_ID below
+(``journalctl -x`` explains them); a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+# syslog priorities (journald PRIORITY=)
+ERR = 3
+WARNING = 4
+NOTICE = 5
+INFO = 6
+DEBUG = 7
+
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+
+
+class Event(Enum):
+    """Each event staticpodd logs, with its fixed MESSAGE_ID (never change one once released)."""
+
+    # operations (CLI or daemon)
+    APPLIED = "524ba970296d4708b7585e1eaaa8df19"
+    EDITED = "96a6f21cbcf248679e41806a5f48e257"
+    ROLLED_BACK = "a1c2d1e3fdd44dbfbd389754516a00be"
+    PARKED = "06f7ce549a1e4c6cbea0a51aff3ef7d3"
+    UNPARKED = "4fe486f395094d829113646ba85609d6"
+    UNCHANGED = "561c95b254924cd9bfa133749f753260"
+    REFUSED_INVALID = "6104e67ce05d473281d65469df601835"
+    DRIFT_RECORDED = "2c328a9a7f97477eae1c2dea2e1bbe30"
+    RECOVERED = "35e1910e0c0348759c78fb8c4d0b3b99"
+    STAGING_SWEPT = "7b446edc9e8c4bb4bc1c143efc27872f"
+    PARKED_COPY_UPDATED = "4ffcb953a7a2475988b5121d689a0b09"
+    # daemon: watching and policy
+    EXTERNAL_CHANGE = "b5f9ddd873ff4feea608a00a8d8359e9"
+    EXTERNAL_REMOVAL = "0bc918d3462449ffb632e7e62d121c32"
+    INVALID_LIVE = "5837a5e152a744f78075f97eaf97e81a"
+    RESTORED_LAST_GOOD = "0dd6f125a9e74380930a75b49cee0ffe"
+    STRAY_FOUND = "28729c0fecff4e58b2607e83e23c4df5"
+    STRAY_QUARANTINED = "15315a62fdfa4006b86e3cc6395e22e7"
+    DUPLICATE_POD = "4db078e7330c4a88aed96ae3ab2f7566"
+    DIRECTORY_PROBLEM = "b7b753fff28f4acfaa19353552463a24"
+    PARK_EXPIRED = "2d190fb0768f451aadbc79b40694433b"
+    PARK_BROKEN = "d41daa7333cf46578a5032a1c919958e"
+    # daemon lifecycle
+    DAEMON_STARTED = "56784f2f85df4587bb35596e079a41e4"
+    DAEMON_STOPPING = "2ee61568794a42098f096829ba72df55"
+    CONFIG_RELOADED = "18d48621531245c89032e783e5a364c8"
+    CONFIG_INVALID = "575f2abe75374336ac52c8260ace30c5"
+    DIRECTORY_REWATCHED = "cad73733cd8b494f8c72cce2af7e4027"
+    # hooks and proof
+    HOOK_FAILED = "6267c9d140be4b8ba5eb7473da0a4c66"
+    WAIT_CONFIRMED = "a37d32c2de2a43c6a9f5cc618a5b9afe"
+    WAIT_FAILED = "9224c59c36874d54aef0b24e028cb763"
+    AUTO_ROLLBACK = "2675447d355c437ab16d4122cb01331f"
+
+    @property
+    def message_id(self) -> str:
+        """The 32-hex-digit MESSAGE_ID."""
+        return self.value
+
+
+_sender: Callable[..., Any] | None = None
+_sender_resolved = False
+
+
+def _resolve_sender() -> Callable[..., Any] | None:
+    global _sender, _sender_resolved
+    if not _sender_resolved:
+        _sender_resolved = True
+        if os.environ.get("STATICPODD_NO_JOURNAL") != "1" and os.path.exists(JOURNAL_SOCKET):
+            try:
+                from systemd import journal as _journal  # type: ignore[import-not-found]
+
+                _sender = _journal.send
+            except ImportError:
+                _sender = None
+    return _sender
+
+
+class Journal:
+    """Logs events for one process (``identifier``: ``staticpodctl`` or ``staticpodd``).
+
+    ``root`` is recorded as ``STATICPODD_ROOT`` on every entry.
+    """
+
+    def __init__(self, identifier: str, root: str) -> None:
+        self.identifier = identifier
+        self.root = root
+
+    def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+        """Send one entry. ``fields`` keys are upper-cased; None values are dropped.
+
+        Never raises: a logging failure falls back to stderr.
+        """
+        out: dict[str, str] = {
+            "MESSAGE_ID": event.message_id,
+            "PRIORITY": str(priority),
+            "SYSLOG_IDENTIFIER": self.identifier,
+            "STATICPODD_EVENT": event.name,
+            "STATICPODD_ROOT": self.root,
+        }
+        for key, value in fields.items():
+            if value is None:
+                continue
+            out[key.upper()] = str(value)
+        sender = _resolve_sender()
+        if sender is not None:
+            try:
+                sender(message, **out)
+                return
+            except OSError:
+                pass
+        extras = " ".join(
+            f"{k}={v}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
+        )
+        try:
+            print(f"{self.identifier}: {message} [{extras}]", file=sys.stderr)
+        except OSError:
+            pass
