@@ -1,0 +1,656 @@
+"""Parse manifest bytes the way the kubelet does; pure functions over bytes.
+
+The kubelet turns a file into a pod in two steps (KUBELET.md "How a file is decoded";
+upstream ``pkg/kubelet/config/common.go`` ``tryDecodeSinglePod``):
+
+1. ``sigs.k8s.io/yaml.YAMLToJSON``: go-yaml v2 decodes the *first* YAML document into
+   ``interface{}`` with YAML 1.1 scalar resolution (``yes``/``no``/``on``/``off``/``y``/``n``
+   are booleans, ``0777`` is octal, ``0x1F`` hex, ``1_000`` an int), then every map key is
+   turned into a JSON string (``true``, ``1``, ...), and the result is marshalled as JSON.
+2. The JSON is decoded into a core/v1 Pod (case-sensitive; unknown fields dropped).
+
+This module reproduces step 1 on top of libyaml (PyYAML's C parser: go-yaml v2 is a port of
+libyaml, so the syntax verdicts agree) with go-yaml v2's scalar resolver and alias limits,
+and records where each field came from so findings can name ``file:line:column``. It is
+stricter than the kubelet in three places the issue asks for: duplicate mapping keys, a
+second non-empty document, and non-UTF-8 bytes are errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from staticpodd.errors import InvalidManifest
+
+DEFAULT_MAX_BYTES = 1 << 20
+"""Our default size cap (bytes). The kubelet's own cap is 10 MB (``maxConfigLength``)."""
+
+KUBELET_MAX_BYTES = 10 * 1024 * 1024
+
+_PLAIN = "!staticpodd/plain"
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_BINARY = "tag:yaml.org,2002:binary"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+_RESOLVABLE = {_PLAIN, _STR, _BOOL, _INT, _FLOAT, _TIMESTAMP, _NULL}
+
+# go-yaml v2 resolve.go resolveMapList (YAML 1.1 booleans and nulls).
+_RESOLVE_MAP: dict[str, tuple[str, Any]] = {}
+for _value, _tag, _words in (
+    (True, _BOOL, ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")),
+    (False, _BOOL, ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")),
+    (None, _NULL, ("", "~", "null", "Null", "NULL")),
+    (math.nan, _FLOAT, (".nan", ".NaN", ".NAN")),
+    (math.inf, _FLOAT, (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")),
+    (-math.inf, _FLOAT, ("-.inf", "-.Inf", "-.INF")),
+    ("<<", _MERGE, ("<<",)),
+):
+    for _w in _words:
+        _RESOLVE_MAP[_w] = (_tag, _value)
+
+_YAML_STYLE_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
+_GO_FLOAT = re.compile(
+    r"^[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE
+)
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+
+
+class DecodeProblem(Exception):
+    """One reason the bytes are not a readable manifest (internal; becomes a Finding).
+
+    ``code`` is the stable finding code; ``line``/``column`` are 1-based or None.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.line = line
+        self.column = column
+        self.hint = hint
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One parsed manifest.
+
+    ``doc``: the JSON-compatible document sigs.k8s.io/yaml would produce.
+    ``name``/``namespace``: ``metadata.name`` and ``metadata.namespace`` (or ``"default"``),
+    before the kubelet appends ``-<node name>``. ``digest``: sha256 hex of the bytes.
+    ``positions``: field path (``spec.containers[0].image``) -> 1-based (line, column).
+    """
+
+    doc: dict
+    name: str
+    namespace: str
+    digest: str
+    positions: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def where(self, field_path: str | None) -> tuple[int | None, int | None]:
+        """(line, column) of ``field_path`` or its nearest recorded parent; (None, None) if unknown."""
+        return locate(self.positions, field_path)
+
+
+def locate(positions: dict, field_path: str | None) -> tuple[int | None, int | None]:
+    """(line, column) for ``field_path`` from a positions map, walking up to the nearest parent."""
+    p = field_path
+    while p:
+        if p in positions:
+            return positions[p]
+        cut = max(p.rfind("."), p.rfind("["))
+        if cut <= 0:
+            break
+        p = p[:cut]
+    if p and p in positions:
+        return positions[p]
+    return (None, None)
+
+
+def join_path(parent: str, key: str) -> str:
+    """Field path of ``key`` under ``parent``: ``a.b``, or ``a["x.y/z"]`` for keys that are not names."""
+    if key and (key[0].isalpha() or key[0] == "_") and all(c.isalnum() or c in "_-" for c in key):
+        return f"{parent}.{key}" if parent else key
+    return f'{parent}["{key}"]'
+
+
+# --------------------------------------------------------------------------- composing
+# libyaml composes the node graph; our resolver only marks plain scalars so that the
+# go-yaml v2 rules below decide what they mean.
+
+
+def _resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
+    if kind is yaml.ScalarNode:
+        if implicit[0]:
+            return _PLAIN
+        return _STR
+    return _SEQ if kind is yaml.SequenceNode else _MAP
+
+
+_CParser = getattr(yaml, "CParser", None)
+
+if _CParser is not None:
+
+    class _CComposer(_CParser):  # type: ignore[misc, valid-type]
+        resolve = _resolve
+else:  # pragma: no cover - PyYAML without libyaml
+    _CComposer = None  # type: ignore[assignment, misc]
+
+
+class _PyComposer(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer):
+    """Pure-Python composer; like go-yaml v2 it lets a later anchor redefine an earlier one."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+
+    resolve = _resolve
+
+    def descend_resolver(self, *a: Any) -> None:
+        pass
+
+    def ascend_resolver(self, *a: Any) -> None:
+        pass
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None and not isinstance(event, yaml.AliasEvent):
+            self.anchors.pop(anchor, None)
+        return super().compose_node(parent, index)
+
+
+def _compose_all(text: str) -> list[Any]:
+    """Compose every document; raises yaml.YAMLError on syntax errors."""
+    try:
+        loader = _CComposer(text) if _CComposer is not None else _PyComposer(text)
+        docs = []
+        try:
+            while loader.check_node():
+                docs.append(loader.get_node())
+        finally:
+            loader.dispose()
+        return docs
+    except yaml.composer.ComposerError as exc:
+        if "found duplicate anchor" not in str(exc.problem) or _CComposer is None:
+            raise
+    loader = _PyComposer(text)
+    docs = []
+    while loader.check_node():
+        docs.append(loader.get_node())
+    return docs
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+def resolve_plain(value: str) -> tuple[str, Any]:
+    """go-yaml v2 ``resolve("", value)`` for a plain scalar -> (tag, Python value).
+
+    Source: gopkg.in/yaml.v2 resolve.go (used by sigs.k8s.io/yaml). Timestamps stay strings
+    (go-yaml keeps them as strings when decoding into ``interface{}``).
+    """
+    item = _RESOLVE_MAP.get(value)
+    if item is not None:
+        return item
+    if not value:
+        return _NULL, None
+    c = value[0]
+    if c == ".":
+        if _GO_FLOAT.match(value) or _GO_HEXFLOAT.match(value):
+            return _FLOAT, _go_parse_float(value)
+        return _STR, value
+    if c in "+-0123456789":
+        plain = value.replace("_", "")
+        if _GO_INT.match(plain):
+            n = _go_parse_int(plain)
+            if _INT64_MIN <= n <= _UINT64_MAX:
+                return _INT, n
+        if _YAML_STYLE_FLOAT.match(plain):
+            return _FLOAT, float(plain)
+        if plain.startswith("0b") and re.fullmatch(r"[01]+", plain[2:] or "x"):
+            n = int(plain[2:], 2)
+            if n <= _INT64_MAX:
+                return _INT, n
+        elif plain.startswith("-0b") and re.fullmatch(r"[01]+", plain[3:] or "x"):
+            n = -int(plain[3:], 2)
+            if n >= _INT64_MIN:
+                return _INT, n
+    return _STR, value
+
+
+_GO_HEXFLOAT = re.compile(r"^[-+]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][-+]?[0-9]+$")
+
+
+def _go_parse_float(v: str) -> float:
+    if _GO_HEXFLOAT.match(v):
+        return float.fromhex(v)
+    return float(v)
+
+
+def _go_parse_int(plain: str) -> int:
+    sign = -1 if plain[0] == "-" else 1
+    body = plain[1:] if plain[0] in "+-" else plain
+    low = body.lower()
+    if low.startswith("0x"):
+        n = int(body[2:], 16)
+    elif low.startswith("0o"):
+        n = int(body[2:], 8)
+    elif low.startswith("0b"):
+        n = int(body[2:], 2)
+    elif len(body) > 1 and body[0] == "0":
+        n = int(body, 8)
+    else:
+        n = int(body)
+    return sign * n
+
+
+def _explicit(tag: str, value: str, node: Any) -> Any:
+    """A scalar with an explicit tag, as go-yaml v2 resolves it."""
+    if tag not in _RESOLVABLE:
+        return value  # unknown/custom tags and !!binary: kept as the string
+    if tag == _STR or tag == _TIMESTAMP:
+        return value
+    rtag, out = resolve_plain(value)
+    if tag == _FLOAT and rtag == _INT:
+        return float(out)
+    if rtag != tag:
+        raise _problem(
+            "yaml-syntax",
+            f"cannot decode {rtag.rsplit(':', 1)[-1]} `{value}` as a {tag.rsplit(':', 1)[-1]}",
+            node,
+        )
+    return out
+
+
+def _problem(
+    code: str, message: str, node: Any, hint: str | None = None, field: str | None = None
+) -> DecodeProblem:
+    m = node.start_mark
+    return DecodeProblem(code, message, line=m.line + 1, column=m.column + 1, hint=hint, field=field)
+
+
+# --------------------------------------------------------------------------- building
+
+
+class _Builder:
+    """Turn a composed node graph into the JSON-compatible value YAMLToJSON would produce."""
+
+    def __init__(self) -> None:
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.decode_count = 0
+        self.alias_count = 0
+        self.seen: set[int] = set()
+        self.active: set[int] = set()
+
+    def _count(self, node: Any) -> None:
+        # go-yaml v2 decode.go: excessive aliasing check ("billion laughs").
+        self.decode_count += 1
+        key = id(node)
+        if key in self.seen:
+            self.alias_count += 1
+            if self.alias_count > 100 and self.decode_count > 1000:
+                ratio = self.alias_count / self.decode_count
+                if ratio > _allowed_alias_ratio(self.decode_count):
+                    raise _problem(
+                        "yaml-excessive-aliasing",
+                        "document contains excessive aliasing",
+                        node,
+                        hint="expand the anchors/aliases by hand; the kubelet's YAML decoder refuses this",
+                    )
+        elif not isinstance(node, yaml.ScalarNode):
+            self.seen.add(key)
+
+    def build(self, node: Any, path: str) -> Any:
+        self._count(node)
+        if isinstance(node, yaml.ScalarNode):
+            m = node.start_mark
+            if path not in self.positions:
+                self.positions[path] = (m.line + 1, m.column + 1)
+            return self.scalar(node)
+        key = id(node)
+        if key in self.active:
+            raise _problem("yaml-syntax", "anchor value contains itself", node)
+        self.active.add(key)
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                out_list = []
+                for i, item in enumerate(node.value):
+                    sub = f"{path}[{i}]"
+                    m = item.start_mark
+                    self.positions.setdefault(sub, (m.line + 1, m.column + 1))
+                    out_list.append(self.build(item, sub))
+                return out_list
+            return self.mapping(node, path)
+        finally:
+            self.active.discard(key)
+
+    def scalar(self, node: Any) -> Any:
+        tag = node.tag
+        if tag == _PLAIN:
+            value = resolve_plain(node.value)[1]
+        else:
+            value = _explicit(tag, node.value, node)
+        if isinstance(value, float):
+            if math.isnan(value) or math.isinf(value):
+                raise _problem(
+                    "yaml-unsupported-value",
+                    f"json: unsupported value: {node.value} (YAMLToJSON cannot encode it)",
+                    node,
+                    hint="quote it if a string was meant",
+                )
+            if value == int(value) and abs(value) < 1e21:
+                return int(value)
+        return value
+
+    def key_string(self, node: Any) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise _problem("yaml-syntax", "a mapping key must be a scalar", node)
+        value = self.scalar_key(node)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            if value > _INT64_MAX:
+                raise _problem("yaml-syntax", f"unsupported map key of type uint64: {value}", node)
+            return str(value)
+        if isinstance(value, float):
+            return _go_float_key(value)
+        raise _problem(
+            "yaml-syntax",
+            f"unsupported map key {node.value!r} (null)",
+            node,
+            hint="quote the key",
+        )
+
+    def scalar_key(self, node: Any) -> Any:
+        tag = node.tag
+        if tag == _PLAIN:
+            return resolve_plain(node.value)[1]
+        return _explicit(tag, node.value, node)
+
+    def mapping(self, node: Any, path: str) -> dict:
+        out: dict[str, Any] = {}
+        explicit: dict[str, Any] = {}
+        for knode, vnode in node.value:
+            if isinstance(knode, yaml.ScalarNode) and knode.tag == _PLAIN and knode.value == "<<":
+                self.merge(vnode, out, path)
+                continue
+            k = self.key_string(knode)
+            sub = join_path(path, k)
+            if k in explicit:
+                first = explicit[k]
+                raise _problem(
+                    "yaml-duplicate-key",
+                    f'mapping key "{k}" already defined at line {first.start_mark.line + 1}',
+                    knode,
+                    hint="remove one of the two; old kubelets kept one at random, new ones refuse the file",
+                    field=sub,
+                )
+            explicit[k] = knode
+            km = knode.start_mark
+            if isinstance(vnode, yaml.ScalarNode):
+                vm = vnode.start_mark
+                self.positions[sub] = (vm.line + 1, vm.column + 1)
+            else:
+                self.positions[sub] = (km.line + 1, km.column + 1)
+            out[k] = self.build(vnode, sub)
+        return out
+
+    def merge(self, vnode: Any, out: dict, path: str) -> None:
+        if isinstance(vnode, yaml.MappingNode):
+            self._count(vnode)
+            out.update(self.mapping(vnode, path))
+        elif isinstance(vnode, yaml.SequenceNode):
+            for item in reversed(vnode.value):
+                if not isinstance(item, yaml.MappingNode):
+                    raise _problem(
+                        "yaml-syntax", "map merge requires map or sequence of maps as the value", item
+                    )
+                self._count(item)
+                out.update(self.mapping(item, path))
+        else:
+            raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", vnode)
+
+
+def _allowed_alias_ratio(decode_count: int) -> float:
+    # go-yaml v2 decode.go allowedAliasRatio.
+    if decode_count <= 400_000:
+        return 0.99
+    if decode_count >= 4_000_000:
+        return 0.10
+    return 0.99 - 0.89 * ((decode_count - 400_000) / 3_600_000)
+
+
+def _go_float_key(value: float) -> str:
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    if math.isnan(value):
+        return ".nan"
+    s = format(value, ".7g")
+    if "e" in s:
+        mant, exp = s.split("e")
+        if "." in mant:
+            mant = mant.rstrip("0").rstrip(".")
+        sign = exp[0]
+        digits = exp[1:].lstrip("0").rjust(2, "0")
+        return f"{mant}e{sign}{digits}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+# --------------------------------------------------------------------------- public
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Result of :func:`decode`: the document, positions, and notes that are not errors."""
+
+    doc: Any
+    positions: dict
+    extra_documents: int  # later documents that are empty (a trailing ``---``)
+
+
+def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
+    """Decode bytes as sigs.k8s.io/yaml ``YAMLToJSON`` would (first layer of validation).
+
+    Returns the JSON-compatible document (any JSON type, or None for an empty file) with
+    positions. Raises :class:`DecodeProblem` for: size over ``max_bytes`` (``too-large``),
+    non-UTF-8 (``not-utf8``), YAML/JSON syntax (``yaml-syntax``, ``yaml-tab``), duplicate
+    keys (``yaml-duplicate-key``), a second non-empty document (``multiple-documents``),
+    excessive aliasing, NaN/Inf values. Source: KUBELET.md "How a file is decoded".
+    """
+    if len(data) > max_bytes:
+        kubelet = " (the kubelet itself refuses files over 10 MB)" if len(data) > KUBELET_MAX_BYTES else ""
+        raise DecodeProblem(
+            "too-large",
+            f"file is {len(data)} bytes, over the {max_bytes}-byte limit{kubelet}",
+            hint="a static pod manifest is a few KB; raise max_bytes only if this is really a manifest",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        raise DecodeProblem(
+            "not-utf8",
+            f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid UTF-8",
+            line=line,
+            column=col,
+            hint="save the file as UTF-8",
+        ) from None
+    try:
+        nodes = _compose_all(text)
+    except yaml.MarkedYAMLError as exc:
+        raise _syntax_problem(exc, text) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - unmarked reader errors
+        raise DecodeProblem("yaml-syntax", str(exc)) from None
+    if not nodes:
+        return Decoded(None, {}, 0)
+    extra = 0
+    for later in nodes[1:]:
+        if isinstance(later, yaml.ScalarNode) and later.tag == _PLAIN and later.value == "":
+            extra += 1
+            continue
+        raise _problem(
+            "multiple-documents",
+            "file holds more than one YAML document; the kubelet reads only the first and ignores the rest",
+            later,
+            hint="put each Pod in its own file; other kinds do not belong in the manifest directory",
+        )
+    builder = _Builder()
+    doc = builder.build(nodes[0], "")
+    builder.positions.pop("", None)
+    return Decoded(doc, builder.positions, extra)
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> DecodeProblem:
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark is not None else None
+    col = mark.column + 1 if mark is not None else None
+    problem = exc.problem or "syntax error"
+    msg = problem
+    if exc.context:
+        msg = f"{exc.context}: {problem}" if "cannot start any token" not in problem else problem
+    if mark is not None:
+        lines = text.split("\n")
+        cur = lines[mark.line] if mark.line < len(lines) else ""
+        # libyaml points at the tab; go-yaml says the same thing.
+        if "\t" in cur[: len(cur) - len(cur.lstrip(" \t"))] or (
+            mark.column < len(cur) and cur[mark.column] == "\t"
+        ):
+            tab_col = cur.index("\t") + 1
+            return DecodeProblem(
+                "yaml-tab",
+                f"found character that cannot start any token (a TAB in indentation at column {tab_col}); "
+                "the kubelet cannot parse this file and drops its pod at the next resync",
+                line=line,
+                column=tab_col,
+                hint="indent with spaces only",
+            )
+    return DecodeProblem(
+        "yaml-syntax",
+        f"{msg}; the kubelet cannot parse this file and drops its pod at the next resync",
+        line=line,
+        column=col,
+        hint="fix the syntax at this position (a missing comma, quote, colon or bad indentation)",
+    )
+
+
+def _finding_from(problem: DecodeProblem, path: str) -> Any:
+    from staticpodd.validate.findings import Finding
+
+    return Finding(
+        code=problem.code,
+        severity="error",
+        path=path,
+        line=problem.line,
+        column=problem.column,
+        field=problem.field,
+        message=problem.message,
+        hint=problem.hint,
+    )
+
+
+def check_identity(doc: Any, positions: dict, path: str) -> list[Any]:
+    """Layer 2 basics: one v1 Pod with a name. Returns error Findings (empty if fine).
+
+    Source: KUBELET.md "How a file is decoded"; pkg/kubelet/config/common.go
+    (``tryDecodeSinglePod``: decode errors, "invalid pod", name required).
+    """
+    from staticpodd.validate.identity import identity_findings
+
+    return identity_findings(doc, positions, path)
+
+
+def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Manifest:
+    """Parse ``data`` (the bytes of the file at ``path``) into a :class:`Manifest`.
+
+    Reads like the kubelet (see :func:`decode`) and checks it is one ``apiVersion: v1``,
+    ``kind: Pod`` with a ``metadata.name``. ``path`` is only used in messages.
+    Raises :class:`staticpodd.errors.InvalidManifest` whose ``findings`` hold the reasons,
+    with ``path``/``line``/``column``/``field`` of the first.
+    """
+    try:
+        decoded = decode(data, max_bytes=max_bytes)
+    except DecodeProblem as problem:
+        finding = _finding_from(problem, path)
+        raise InvalidManifest(
+            f"{path}: {problem.message}",
+            findings=[finding],
+            path=path,
+            line=problem.line,
+            column=problem.column,
+            field=problem.field,
+            hint=problem.hint,
+        ) from None
+    errors = check_identity(decoded.doc, decoded.positions, path)
+    if errors:
+        first = errors[0]
+        raise InvalidManifest(
+            f"{path}: {first.message}",
+            findings=errors,
+            path=path,
+            line=first.line,
+            column=first.column,
+            field=first.field,
+            hint=first.hint,
+        )
+    doc = decoded.doc
+    meta = doc["metadata"]
+    return Manifest(
+        doc=doc,
+        name=meta["name"],
+        namespace=meta.get("namespace") or "default",
+        digest=hashlib.sha256(data).hexdigest(),
+        positions=decoded.positions,
+    )
+
+
+def pod_identity(data: bytes) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the Pod in ``data``, or None when it is not a parseable v1 Pod.
+
+    Cheap: decoding only, no schema. Namespace defaults to ``"default"`` (KUBELET.md
+    "How a file is decoded").
+    """
+    try:
+        doc = decode(data, max_bytes=KUBELET_MAX_BYTES).doc
+    except DecodeProblem:
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "Pod" or doc.get("apiVersion") != "v1":
+        return None
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) and ns else "default", name)

@@ -1,0 +1,210 @@
+"""Validation that agrees with the kubelet, for one manifest and for the whole directory.
+
+Pure functions over bytes (plus ``validate_directory``/``validate_path``, which read the
+filesystem the way the kubelet does). Importable without the CLI or the daemon; the Pod
+schemas load once per process, lazily, on the first validation that needs them.
+
+Layers (each rule cites its source in its docstring):
+
+1. reading like the kubelet -- :func:`staticpodd.manifest.decode`
+2. kind and identity -- :mod:`staticpodd.validate.identity`
+3. schema (core/v1 Pod per Kubernetes minor) -- :mod:`staticpodd.validate.schema`
+4. what the kubelet refuses from static pods, and ValidatePodCreate -- :mod:`.podrules`
+5. likely mistakes -- :mod:`.mistakes`
+6. node fit -- :mod:`.nodefit`
+7. directory level -- :mod:`.directory`
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from staticpodd.errors import InvalidManifest
+from staticpodd.manifest import DecodeProblem, Manifest, decode
+from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Context, Options, parse_version
+from staticpodd.validate.findings import Finding
+from staticpodd.validate.identity import identity_findings
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "SUPPORTED_VERSIONS",
+    "VALIDATOR_ID",
+    "Finding",
+    "Options",
+    "gate",
+    "has_errors",
+    "parse_version",
+    "validate_bytes",
+    "validate_directory",
+    "validate_path",
+]
+
+_STOP_CODES = {
+    "empty",
+    "not-an-object",
+    "kind-missing",
+    "not-a-pod",
+    "api-version-missing",
+    "wrong-api-version",
+    "name-missing",
+}
+_DEFAULT_OPTIONS = Options()
+
+
+def _file_rules() -> list:
+    from staticpodd.validate import rules
+
+    return rules.FILE_RULES
+
+
+def _compute_validator_id() -> str:
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for p in sorted(here.glob("*.py")) + [here.parent / "manifest.py"]:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    from staticpodd.validate.schema import schema_dir
+
+    sdir = schema_dir()
+    if sdir.is_dir():
+        for p in sorted(sdir.glob("pod-*.json")):
+            st = p.stat()
+            h.update(f"{p.name}:{st.st_size}".encode())
+            h.update(p.read_bytes()[:4096])
+    return "staticpodd-validate/" + h.hexdigest()[:16]
+
+
+_validator_id: str | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # VALIDATOR_ID is computed on first use (hashing sources and schemas costs a little).
+    global _validator_id
+    if name == "VALIDATOR_ID":
+        if _validator_id is None:
+            _validator_id = _compute_validator_id()
+        return _validator_id
+    raise AttributeError(name)
+
+
+def _problem_finding(problem: DecodeProblem, path: str) -> Finding:
+    return Finding(
+        problem.code,
+        "error",
+        path,
+        problem.line,
+        problem.column,
+        problem.field,
+        problem.message,
+        problem.hint,
+    )
+
+
+def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list[Finding]]:
+    try:
+        decoded = decode(data, max_bytes=options.max_bytes)
+    except DecodeProblem as problem:
+        return None, {}, [_problem_finding(problem, path)]
+    findings: list[Finding] = []
+    if decoded.extra_documents:
+        findings.append(
+            Finding(
+                "empty-extra-document",
+                "info",
+                path,
+                None,
+                None,
+                None,
+                "the file ends with an empty extra YAML document ('---'); the kubelet ignores it",
+                "remove the trailing '---'",
+            )
+        )
+    ident = identity_findings(decoded.doc, decoded.positions, path, options.resolved_node_name())
+    findings.extend(ident)
+    if any(f.code in _STOP_CODES for f in ident):
+        return decoded.doc, decoded.positions, findings
+    ctx = Context(decoded.doc, decoded.positions, path, options)
+    for rule in _file_rules():
+        rule(ctx)
+    findings.extend(ctx.findings)
+    return decoded.doc, decoded.positions, findings
+
+
+def validate_bytes(data: bytes, path: str, options: Options | None = None) -> list[Finding]:
+    """Every finding for the bytes of one manifest file named ``path`` (used in messages only).
+
+    Returns findings in layer order (reading, identity, schema, static-pod rules, likely
+    mistakes, node fit). Never raises for bad input: unreadable input is a finding.
+    Source: KUBELET.md "How a file is decoded" and "What the kubelet refuses".
+    """
+    return _validate(data, path, options or _DEFAULT_OPTIONS)[2]
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    """True when any finding has severity ``"error"``."""
+    return any(f.severity == "error" for f in findings)
+
+
+def gate(data: bytes, path: str, options: Options | None = None) -> tuple[Manifest, list[Finding]]:
+    """The engine's gate for apply/edit/rollback/unpark: ``(Manifest, non-error findings)``.
+
+    Raises :class:`staticpodd.errors.InvalidManifest` with ``findings`` = all findings and the
+    first error's path/line/column/field/hint when any finding is an error.
+    """
+    opts = options or _DEFAULT_OPTIONS
+    doc, positions, findings = _validate(data, path, opts)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = (
+            f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        )
+        raise InvalidManifest(
+            f"{first.message}{more}",
+            findings=findings,
+            path=first.path,
+            line=first.line,
+            column=first.column,
+            field=first.field,
+            hint=first.hint,
+        )
+    meta = doc["metadata"]
+    manifest = Manifest(
+        doc=doc,
+        name=meta["name"],
+        namespace=meta.get("namespace") or "default",
+        digest=hashlib.sha256(data).hexdigest(),
+        positions=positions,
+    )
+    return manifest, findings
+
+
+def validate_directory(directory: Path, options: Options | None = None) -> list[Finding]:
+    """Validate a manifest directory as the kubelet reads it (KUBELET.md "Which files are pods").
+
+    Per file: everything :func:`validate_bytes` finds. Across files: duplicate namespace/name
+    (naming the lexically last file, which the kubelet runs), strays, ignored subdirectories,
+    symlinks, host port conflicts, the node's total requests, loose modes/owners.
+    Raises OSError when ``directory`` cannot be listed.
+    """
+    from staticpodd.validate.directory import check_directory
+
+    return check_directory(Path(directory), options or _DEFAULT_OPTIONS, _validate)
+
+
+def validate_path(path: Path, options: Options | None = None) -> list[Finding]:
+    """Validate a file (any name, e.g. Ansible's ``/tmp/.ansible_tmpXYZ``) or a directory.
+
+    Raises OSError (FileNotFoundError, PermissionError, IsADirectory...) when ``path`` cannot
+    be read; the CLI turns that into exit status 2.
+    """
+    p = Path(path)
+    opts = options or _DEFAULT_OPTIONS
+    if p.is_dir():
+        return validate_directory(p, opts)
+    from staticpodd.validate.directory import read_file_findings
+
+    return read_file_findings(p, str(path), opts, _validate)

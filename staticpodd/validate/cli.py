@@ -1,0 +1,122 @@
+"""``staticpodctl validate PATH... [--strict] [--kubernetes-version 1.NN] [--json]``.
+
+Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage (unreadable path, unknown
+version). Works as Ansible ``validate: staticpodctl validate %s``, Puppet ``validate_cmd``,
+Chef ``verify`` and Salt ``check_cmd``: PATH may have any name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from staticpodd.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+
+
+def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``validate`` verb to an argparse ``subparsers`` object; returns its parser."""
+    from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS
+
+    p = subparsers.add_parser(
+        "validate",
+        help="check manifest files or a manifest directory the way the kubelet reads them",
+        description=(
+            "Check manifest files (any name) or a manifest directory the way the kubelet reads them. "
+            "Exit 0: no errors (warnings allowed); 1: errors; 2: usage error."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a manifest file or a manifest directory")
+    p.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
+    p.add_argument(
+        "--kubernetes-version",
+        default=DEFAULT_VERSION,
+        metavar="1.NN",
+        help=f"kubelet minor to judge against ({', '.join(SUPPORTED_VERSIONS)}; default {DEFAULT_VERSION})",
+    )
+    p.add_argument("--node-name", default=None, help="the kubelet's node name (default: this host's name)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (format_version 1)")
+    p.set_defaults(handler=run_validate)
+    return p
+
+
+def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int:
+    """Run the verb for parsed ``args``; writes to ``stdout``; returns the exit status."""
+    from staticpodd.validate import Options, has_errors, parse_version, validate_path
+
+    out = stdout if stdout is not None else sys.stdout
+    as_json = bool(getattr(args, "json", False))
+    try:
+        version = parse_version(args.kubernetes_version)
+    except ValueError as exc:
+        return _usage(out, as_json, str(exc))
+    options = Options(
+        kubernetes_version=version, strict=bool(args.strict), node_name=getattr(args, "node_name", None)
+    )
+    findings = []
+    files = []
+    for raw in args.paths:
+        try:
+            found = validate_path(Path(raw), options)
+        except OSError as exc:
+            return _usage(out, as_json, f"{raw}: cannot read: {exc.strerror or exc}")
+        files.append(raw)
+        findings.extend(found)
+    errors = sum(1 for f in findings if f.severity == "error")
+    warnings = sum(1 for f in findings if f.severity == "warning")
+    ok = not has_errors(findings)
+    if as_json:
+        json.dump(
+            {
+                "format_version": 1,
+                "command": "validate",
+                "ok": ok,
+                "files": files,
+                "findings": [f.to_dict() for f in findings],
+                "summary": {"errors": errors, "warnings": warnings},
+            },
+            out,
+            indent=2,
+        )
+        out.write("\n")
+    else:
+        for f in findings:
+            out.write(f.format() + "\n")
+        noun = "path" if len(files) == 1 else "paths"
+        out.write(
+            f"{len(files)} {noun} checked against Kubernetes {version}: "
+            f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}\n"
+        )
+    return EXIT_OK if ok else EXIT_FAILURE
+
+
+def _usage(out: IO[str], as_json: bool, message: str) -> int:
+    if as_json:
+        json.dump(
+            {
+                "format_version": 1,
+                "command": "validate",
+                "ok": False,
+                "error": {"code": "usage", "message": message},
+            },
+            out,
+            indent=2,
+        )
+        out.write("\n")
+    else:
+        sys.stderr.write(f"staticpodctl validate: {message}\n")
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m staticpodd.validate``) until staticpodctl wires the verb."""
+    parser = argparse.ArgumentParser(prog="staticpodctl")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    add_validate_parser(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "validate":
+        argv.insert(0, "validate")
+    args = parser.parse_args(argv)
+    return run_validate(args, sys.stdout)

@@ -1,0 +1,99 @@
+"""What every file-level rule receives: the decoded document, positions and options."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from staticpodd.manifest import DEFAULT_MAX_BYTES
+from staticpodd.validate.findings import Finding, make
+
+SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34")
+"""Kubernetes minors we ship Pod schemas for (oldest first); the newest is the default."""
+DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to validate.
+
+    ``kubernetes_version``: the kubelet minor to judge against, ``"1.NN"``.
+    ``strict``: unknown fields are errors instead of warnings.
+    ``max_bytes``: size cap for one file (the kubelet's own is 10 MB).
+    ``node_name``: the kubelet's node name (appended to pod names); None -> this host's name.
+    ``cpu_capacity_millis`` / ``memory_capacity_bytes``: node capacity; None -> /proc.
+    """
+
+    kubernetes_version: str = DEFAULT_VERSION
+    strict: bool = False
+    max_bytes: int = DEFAULT_MAX_BYTES
+    node_name: str | None = None
+    cpu_capacity_millis: int | None = None
+    memory_capacity_bytes: int | None = None
+
+    def resolved_node_name(self) -> str:
+        """The node name the kubelet would use: ``node_name`` or the lower-cased host name."""
+        if self.node_name:
+            return self.node_name
+        return os.uname().nodename.strip().lower()
+
+    def minor(self) -> int:
+        """The minor number of ``kubernetes_version`` (``"1.34"`` -> 34)."""
+        return int(self.kubernetes_version.split(".")[1])
+
+
+def parse_version(text: str) -> str:
+    """Normalise ``1.NN`` / ``v1.NN`` / ``1.NN.P`` to ``"1.NN"``; raises ValueError if unsupported."""
+    t = text.strip().lstrip("v")
+    parts = t.split(".")
+    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit():
+        raise ValueError(f"not a Kubernetes version: {text!r} (expected 1.NN)")
+    v = f"1.{int(parts[1])}"
+    if v not in SUPPORTED_VERSIONS:
+        raise ValueError(f"Kubernetes {v} is not supported; choose one of {', '.join(SUPPORTED_VERSIONS)}")
+    return v
+
+
+@dataclass
+class Context:
+    """One file being validated: rules read ``doc``/``spec`` and call :meth:`add`."""
+
+    doc: dict
+    positions: dict
+    path: str
+    options: Options
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def spec(self) -> dict:
+        spec = self.doc.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    def add(
+        self, code: str, severity: str, field_path: str | None, message: str, hint: str | None = None
+    ) -> None:
+        """Record a finding located at ``field_path``."""
+        self.findings.append(make(code, severity, self.path, self.positions, field_path, message, hint))
+
+    def containers(self, *, init: bool = True, regular: bool = True) -> list[tuple[str, dict]]:
+        """``(field path, container)`` for initContainers then containers (dicts only)."""
+        out: list[tuple[str, dict]] = []
+        keys = (["initContainers"] if init else []) + (["containers"] if regular else [])
+        for key in keys:
+            items = self.spec.get(key)
+            if isinstance(items, list):
+                for i, c in enumerate(items):
+                    if isinstance(c, dict):
+                        out.append((f"spec.{key}[{i}]", c))
+        return out
+
+
+def as_list(value: Any) -> list:
+    """``value`` if it is a list, else an empty list (rules never crash on wrong types)."""
+    return value if isinstance(value, list) else []
+
+
+def as_dict(value: Any) -> dict:
+    """``value`` if it is a dict, else an empty dict."""
+    return value if isinstance(value, dict) else {}

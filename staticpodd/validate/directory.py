@@ -1,0 +1,358 @@
+"""Layer 7: the manifest directory as the kubelet reads it.
+
+Source: KUBELET.md "Which files are pods", "Duplicate names across files", "What the kubelet
+refuses" (host ports); upstream pkg/kubelet/config/file.go (``extractFromDir``: glob ``[^.]*``,
+no recursion, symlinks followed, non-regular entries skipped) and the scheduler's NodePorts
+predicate the kubelet runs at admission (pkg/kubelet/lifecycle/predicate.go).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from staticpodd.validate.context import Options, as_dict, as_list
+from staticpodd.validate.findings import Finding, make
+
+ValidateFn = Callable[[bytes, str, Options], "tuple[Any, dict, list[Finding]]"]
+
+_STRAY = re.compile(
+    r"(~|#|\.(bak|backup|orig|old|save|sav|swp|swo|swn|tmp|temp|rej|dist|new|prev|disabled|off|"
+    r"dpkg-old|dpkg-new|dpkg-dist|dpkg-bak|dpkg-tmp|rpmnew|rpmsave|rpmorig|ucf-old|ucf-new|ucf-dist)"
+    r"[\w.@:-]*|\.tmp\w*|\d{8}-\d+-\w+|\.\d+\.\d{4}-\d\d-\d\d@[\d:]+~?)$",
+    re.IGNORECASE,
+)
+_MANIFEST_EXT = re.compile(r"\.(ya?ml|json|manifest)$", re.IGNORECASE)
+
+
+def stray_reason(name: str) -> str | None:
+    """Why a non-dot file name looks like a leftover rather than a manifest, or None.
+
+    Editor backups (``x~``, ``#x#``, vim's probe ``4913``, ``.swp``), backup copies (``.bak``,
+    ``.backup``, ``.orig``, ``.old``), package-manager and config-management leftovers
+    (``.dpkg-old``, ``.rpmnew``, Puppet's ``x20240101-123-abc``, Ansible's ``x.1234.<date>@<time>~``),
+    temp files (``.tmp1234``), and scripts or documents (any other extension).
+    Source: KUBELET.md "Which files are pods" (no extension filter).
+    """
+    if name.isdigit():
+        return "an editor's probe/temp file (vim writes '4913')"
+    if name.startswith("#") or _STRAY.search(name):
+        return "a backup, editor or temp file"
+    base, dot, ext = name.rpartition(".")
+    if dot and base and not _MANIFEST_EXT.search(name):
+        return f"not a manifest by its name (.{ext})"
+    return None
+
+
+def read_file_findings(p: Path, display: str, options: Options, validate: ValidateFn) -> list[Finding]:
+    """Validate one file given by path (any name). Raises OSError when it cannot be opened/read.
+
+    A non-regular file (FIFO, device) is an error finding; a file over ``options.max_bytes`` is
+    refused without reading it all.
+    """
+    return _read_one(p, display, options, validate)[2]
+
+
+def _read_one(
+    p: Path, display: str, options: Options, validate: ValidateFn
+) -> tuple[Any, dict, list[Finding]]:
+    with open(p, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(p))
+        if not stat.S_ISREG(st.st_mode):
+            return (
+                None,
+                {},
+                [
+                    Finding(
+                        "not-regular-file",
+                        "error",
+                        display,
+                        None,
+                        None,
+                        None,
+                        "not a regular file: the kubelet skips it",
+                        "a manifest must be a regular file",
+                    )
+                ],
+            )
+        data = fh.read(options.max_bytes + 1)
+    return validate(data, display, options)
+
+
+def _host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
+    """(protocol, port, hostIP, field) the pod claims on the node.
+
+    hostNetwork pods claim every containerPort (defaulting sets hostPort = containerPort);
+    other pods claim explicit hostPorts. Source: pkg/apis/core/v1/defaults.go SetDefaults_Pod;
+    NodePorts predicate.
+    """
+    spec = as_dict(doc.get("spec"))
+    host_network = spec.get("hostNetwork") is True
+    out = []
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(as_list(spec.get(key))):
+            c = as_dict(c)
+            if key == "initContainers" and c.get("restartPolicy") != "Always":
+                continue  # plain init containers have exited before others start
+            for j, port in enumerate(as_list(c.get("ports"))):
+                port = as_dict(port)
+                hp = port.get("hostPort")
+                if host_network and not hp:
+                    hp = port.get("containerPort")
+                if isinstance(hp, int) and not isinstance(hp, bool) and hp > 0:
+                    proto = port.get("protocol") or "TCP"
+                    ip = port.get("hostIP") or "0.0.0.0"
+                    out.append((str(proto), hp, str(ip), f"spec.{key}[{i}].ports[{j}]"))
+    return out
+
+
+def _permission_finding(display: str, st: os.stat_result) -> Finding | None:
+    mode = stat.S_IMODE(st.st_mode)
+    problems = []
+    if mode & 0o077:
+        problems.append(f"mode {mode:04o} lets others read or write it (secrets and flags are visible)")
+    if st.st_uid != 0 or st.st_gid != 0:
+        problems.append(f"owned by {st.st_uid}:{st.st_gid}, not root:root")
+    if not problems:
+        return None
+    return Finding(
+        "loose-permissions",
+        "warning",
+        display,
+        None,
+        None,
+        None,
+        "; ".join(problems) + " -- anyone who can write here can run a privileged pod on this node",
+        "chmod 0600 and chown root:root (kubeadm writes manifests 0600 root:root)",
+    )
+
+
+def check_directory(directory: Path, options: Options, validate: ValidateFn) -> list[Finding]:
+    """All findings for a manifest directory, as :func:`staticpodd.validate.validate_directory`."""
+    findings: list[Finding] = []
+    names = sorted(os.listdir(directory))  # raises OSError when unreadable
+    dstat = os.stat(directory)
+    dmode = stat.S_IMODE(dstat.st_mode)
+    if dmode & 0o022 or dstat.st_uid != 0:
+        findings.append(
+            Finding(
+                "loose-permissions",
+                "warning",
+                str(directory),
+                None,
+                None,
+                None,
+                f"the manifest directory is mode {dmode:04o} owned by uid {dstat.st_uid}: others "
+                "can add pods that the kubelet will run",
+                "chmod 0700 (or 0755) and chown root:root",
+            )
+        )
+    pods: dict[tuple[str, str], list[tuple[str, Any, dict]]] = {}
+    for name in names:
+        if name.startswith("."):
+            continue  # the kubelet never reads dot-names
+        full = directory / name
+        display = str(full)
+        try:
+            lst = os.lstat(full)
+        except FileNotFoundError:
+            continue  # vanished meanwhile
+        if stat.S_ISLNK(lst.st_mode):
+            try:
+                st = os.stat(full)
+            except OSError:
+                findings.append(
+                    Finding(
+                        "dangling-symlink",
+                        "warning",
+                        display,
+                        None,
+                        None,
+                        None,
+                        f"symlink to {os.readlink(full)!r}, which does not exist: the kubelet skips it",
+                        "remove the link or restore its target",
+                    )
+                )
+                continue
+            findings.append(
+                Finding(
+                    "symlink",
+                    "warning",
+                    display,
+                    None,
+                    None,
+                    None,
+                    f"symlink to {os.readlink(full)!r}: the kubelet follows it, but a change to the "
+                    "target raises no event and is seen only at the next 20 s relist",
+                    "keep manifests as plain files in the directory",
+                )
+            )
+        else:
+            st = lst
+        if stat.S_ISDIR(st.st_mode):
+            findings.append(
+                Finding(
+                    "subdirectory-ignored",
+                    "warning",
+                    display,
+                    None,
+                    None,
+                    None,
+                    "subdirectory: the kubelet does not look inside it; nothing in it runs",
+                    "move it out of the manifest directory, or give it a dot-name",
+                )
+            )
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            findings.append(
+                Finding(
+                    "not-regular-file",
+                    "warning",
+                    display,
+                    None,
+                    None,
+                    None,
+                    "not a regular file: the kubelet skips it",
+                    "remove it",
+                )
+            )
+            continue
+        perm = _permission_finding(display, st)
+        if perm:
+            findings.append(perm)
+        try:
+            doc, positions, file_findings = _read_one(full, display, options, validate)
+        except OSError as exc:
+            findings.append(
+                Finding(
+                    "unreadable", "error", display, None, None, None, f"cannot read: {exc.strerror}", None
+                )
+            )
+            continue
+        findings.extend(file_findings)
+        why = stray_reason(name)
+        is_pod = (
+            isinstance(doc, dict)
+            and doc.get("kind") == "Pod"
+            and doc.get("apiVersion") == "v1"
+            and isinstance(as_dict(doc.get("metadata")).get("name"), str)
+            and as_dict(doc.get("metadata")).get("name")
+        )
+        if why:
+            findings.append(
+                Finding(
+                    "stray",
+                    "warning",
+                    display,
+                    None,
+                    None,
+                    None,
+                    f"stray file ({why}): the kubelet reads every non-dot file here as a pod, "
+                    "whatever its name"
+                    + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
+                    "move it out of the directory or give it a dot-name",
+                )
+            )
+        elif not is_pod and not any(
+            f.severity == "error" and f.code.startswith(("yaml", "too", "not-utf8")) for f in file_findings
+        ):
+            findings.append(
+                Finding(
+                    "stray",
+                    "warning",
+                    display,
+                    None,
+                    None,
+                    None,
+                    "stray file: not a Pod manifest; the kubelet fails to read it every 20 s",
+                    "move it out of the manifest directory",
+                )
+            )
+        if is_pod:
+            meta = doc["metadata"]
+            key = (meta.get("namespace") or "default", meta["name"])
+            pods.setdefault(key, []).append((display, doc, positions))
+    findings.extend(_duplicates(pods))
+    findings.extend(_port_conflicts(pods))
+    from staticpodd.validate.nodefit import directory_fit
+
+    findings.extend(directory_fit(pods, options))
+    return findings
+
+
+def _duplicates(pods: dict) -> list[Finding]:
+    """Two files with one namespace/name: the lexically last file wins on relist.
+
+    Source: KUBELET.md "Duplicate names across files".
+    """
+    out = []
+    for (ns, name), files in pods.items():
+        if len(files) < 2:
+            continue
+        winner = files[-1][0]
+        others = ", ".join(os.path.basename(f[0]) for f in files[:-1])
+        for display, _doc, positions in files[:-1]:
+            out.append(
+                make(
+                    "duplicate-pod",
+                    "error",
+                    display,
+                    positions,
+                    "metadata.name",
+                    f"{ns}/{name} is also defined by {os.path.basename(winner)}, which sorts last: the "
+                    f"kubelet runs {os.path.basename(winner)} and ignores this file (edits here never "
+                    "take effect; deleting one of them stops the pod until the next relist)",
+                    f"keep one file per pod; move {others if len(files) > 2 else os.path.basename(winner)}"
+                    " out of the directory if it is a leftover",
+                )
+            )
+    return out
+
+
+def _port_conflicts(pods: dict) -> list[Finding]:
+    """Two pods claiming one host port: the second fails admission (NodePorts).
+
+    Duplicate files of one pod are reported as warnings (only one of them runs at a time).
+    """
+    out = []
+    claims: dict[tuple[str, int], list[tuple[tuple[str, str], str, str, str, dict]]] = {}
+    for key, files in pods.items():
+        for display, doc, positions in files:
+            for proto, port, ip, fieldp in _host_ports(doc):
+                claims.setdefault((proto, port), []).append((key, display, ip, fieldp, positions))
+    for (proto, port), who in claims.items():
+        for i in range(1, len(who)):
+            key, display, ip, fieldp, positions = who[i]
+            for okey, odisplay, oip, _of, _op in who[:i]:
+                if odisplay == display:
+                    continue
+                if ip != oip and "0.0.0.0" not in (ip, oip):
+                    continue
+                same = okey == key
+                out.append(
+                    make(
+                        "host-port-conflict",
+                        "warning" if same else "error",
+                        display,
+                        positions,
+                        fieldp,
+                        f"host port {port}/{proto} is also claimed by {okey[0]}/{okey[1]} in "
+                        f"{os.path.basename(odisplay)}: "
+                        + (
+                            "if both files ever run as pods, the second cannot bind the port"
+                            if same
+                            else "the kubelet admits one pod and rejects the other "
+                            "(\"node(s) didn't have free ports "
+                            'for the requested pod ports")'
+                        ),
+                        "give each pod its own host port",
+                    )
+                )
+                break
+    return out

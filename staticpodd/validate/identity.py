@@ -1,0 +1,270 @@
+"""Layer 2: kind and identity -- exactly one ``apiVersion: v1``, ``kind: Pod`` with a good name.
+
+Source: KUBELET.md "How a file is decoded"; upstream pkg/kubelet/config/common.go
+(``tryDecodeSinglePod``, ``applyDefaults``: the pod is renamed ``<name>-<node name>`` and then
+validated with pkg/apis/core/validation/validation.go ``ValidatePodCreate``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from staticpodd.validate.findings import Finding, make
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1123_SUBDOMAIN_MAX = 253
+DNS1123_LABEL_MAX = 63
+
+_WORKLOADS = {
+    "Deployment",
+    "DaemonSet",
+    "StatefulSet",
+    "ReplicaSet",
+    "ReplicationController",
+    "Job",
+    "CronJob",
+    "PodTemplate",
+}
+
+
+def _not_a_pod_hint(kind: str, api_version: Any) -> str:
+    if kind == "PodList" or kind == "List":
+        return "put each Pod in its own file (the kubelet reads a PodList only from its HTTP source)"
+    if kind in _WORKLOADS:
+        return (
+            f"a static pod is a bare Pod: move the {kind}'s pod template (spec.template) into "
+            "'apiVersion: v1' / 'kind: Pod' with its own metadata.name"
+        )
+    if kind == "Kustomization" or (isinstance(api_version, str) and "kustomize" in api_version):
+        return "kustomize input does not belong in the manifest directory; move it elsewhere"
+    return (
+        f"a {kind} is an API object: create it with kubectl; move this file out of the manifest "
+        "directory (the kubelet tries it as a pod every 20 s)"
+    )
+
+
+def dns1123_subdomain_errors(value: str) -> str | None:
+    """Why ``value`` is not a DNS-1123 subdomain (validation.go IsDNS1123Subdomain), or None."""
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        return f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
+    if not DNS1123_SUBDOMAIN.match(value):
+        return (
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+            "'.', and must start and end with an alphanumeric character"
+        )
+    return None
+
+
+def dns1123_label_errors(value: str) -> str | None:
+    """Why ``value`` is not a DNS-1123 label (validation.go IsDNS1123Label), or None."""
+    if len(value) > DNS1123_LABEL_MAX:
+        return f"must be no more than {DNS1123_LABEL_MAX} characters"
+    if not DNS1123_LABEL.match(value):
+        return (
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+            "must start and end with an alphanumeric character"
+        )
+    return None
+
+
+def identity_findings(doc: Any, positions: dict, path: str, node_name: str | None = None) -> list[Finding]:
+    """Error Findings when ``doc`` is not one v1 Pod with a valid name (empty list when it is).
+
+    Codes: ``empty`` (null document: "Object 'Kind' is missing in 'null'"), ``not-an-object``,
+    ``kind-missing``, ``api-version-missing``, ``not-a-pod``, ``wrong-api-version``,
+    ``name-missing``, ``name-invalid``, ``name-too-long`` (``<name>-<node name>`` over 253
+    characters, only when ``node_name`` is given), ``namespace-invalid``.
+    Source: pkg/kubelet/config/common.go tryDecodeSinglePod/applyDefaults;
+    apimachinery ValidateObjectMeta (name: DNS-1123 subdomain; namespace: DNS-1123 label).
+    """
+    out: list[Finding] = []
+    if doc is None:
+        return [
+            make(
+                "empty",
+                "error",
+                path,
+                positions,
+                None,
+                "file is empty: the kubelet fails with \"Object 'Kind' is missing in 'null'\" and removes "
+                "the pod it was running from this file",
+                "write the full Pod manifest; restore the last good version",
+            )
+        ]
+    if not isinstance(doc, dict):
+        return [
+            make(
+                "not-an-object",
+                "error",
+                path,
+                positions,
+                None,
+                f"the document is a {type(doc).__name__ if not isinstance(doc, list) else 'list'}, not a "
+                "Pod object; the kubelet cannot decode it as a pod",
+                "a manifest is one mapping with apiVersion: v1 and kind: Pod",
+            )
+        ]
+    kind = doc.get("kind")
+    api_version = doc.get("apiVersion")
+    if kind is None or kind == "":
+        out.append(
+            make(
+                "kind-missing",
+                "error",
+                path,
+                positions,
+                None,
+                "Object 'Kind' is missing: the kubelet cannot decode this file as a pod",
+                "add 'kind: Pod' and 'apiVersion: v1'",
+            )
+        )
+        return out
+    if not isinstance(kind, str):
+        return [
+            make(
+                "not-a-pod",
+                "error",
+                path,
+                positions,
+                "kind",
+                f"kind must be a string, got {kind!r}; the kubelet cannot decode this file",
+                "kind: Pod",
+            )
+        ]
+    if kind != "Pod":
+        return [
+            make(
+                "not-a-pod",
+                "error",
+                path,
+                positions,
+                "kind",
+                f"this is a {kind}, not a Pod: the kubelet's file source refuses it "
+                '("couldn\'t parse as pod") and retries every 20 s',
+                _not_a_pod_hint(kind, api_version),
+            )
+        ]
+    if api_version is None or api_version == "":
+        return [
+            make(
+                "api-version-missing",
+                "error",
+                path,
+                positions,
+                "kind",
+                "Object 'apiVersion' is missing: the kubelet cannot decode this file",
+                "add 'apiVersion: v1'",
+            )
+        ]
+    if api_version != "v1":
+        return [
+            make(
+                "wrong-api-version",
+                "error",
+                path,
+                positions,
+                "apiVersion",
+                f"no kind Pod is registered for version {api_version!r}: the kubelet refuses this file",
+                "use 'apiVersion: v1'",
+            )
+        ]
+    meta = doc.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        return [
+            make(
+                "name-missing",
+                "error",
+                path,
+                positions,
+                "metadata",
+                "metadata must be a mapping; the kubelet cannot decode this file",
+                "metadata: {name: ...}",
+            )
+        ]
+    name = (meta or {}).get("name")
+    if name is None or name == "":
+        field = "metadata" if meta is not None else "kind"
+        return [
+            make(
+                "name-missing",
+                "error",
+                path,
+                positions,
+                field,
+                'metadata.name is missing: the kubelet refuses the pod ("name is needed for the pod")',
+                "add metadata.name (usually the component's name, e.g. kube-scheduler)",
+            )
+        ]
+    if not isinstance(name, str):
+        return [
+            make(
+                "name-invalid",
+                "error",
+                path,
+                positions,
+                "metadata.name",
+                f"metadata.name must be a string, got {name!r}; the kubelet cannot decode this file",
+                "quote the name",
+            )
+        ]
+    why = dns1123_subdomain_errors(name)
+    if why:
+        out.append(
+            make(
+                "name-invalid",
+                "error",
+                path,
+                positions,
+                "metadata.name",
+                f"metadata.name {name!r} is invalid: {why}; the kubelet refuses the pod",
+                "use lower-case letters, digits, '-' and '.'",
+            )
+        )
+    elif node_name is not None:
+        full = f"{name}-{node_name}"
+        why = dns1123_subdomain_errors(full)
+        if why:
+            out.append(
+                make(
+                    "name-too-long",
+                    "error",
+                    path,
+                    positions,
+                    "metadata.name",
+                    f"the kubelet names the pod {full[:40]}... ({len(full)} characters: metadata.name "
+                    f"plus '-{node_name}'), which {why}; the pod is refused",
+                    f"shorten metadata.name to at most {DNS1123_SUBDOMAIN_MAX - len(node_name) - 1} "
+                    "characters",
+                )
+            )
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    if ns is not None and ns != "":
+        if not isinstance(ns, str):
+            out.append(
+                make(
+                    "namespace-invalid",
+                    "error",
+                    path,
+                    positions,
+                    "metadata.namespace",
+                    f"metadata.namespace must be a string, got {ns!r}",
+                    "quote it",
+                )
+            )
+        else:
+            why = dns1123_label_errors(ns)
+            if why:
+                out.append(
+                    make(
+                        "namespace-invalid",
+                        "error",
+                        path,
+                        positions,
+                        "metadata.namespace",
+                        f"metadata.namespace {ns!r} is invalid: {why}; the kubelet refuses the pod",
+                        "use a valid namespace such as kube-system",
+                    )
+                )
+    return out
