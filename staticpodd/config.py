@@ -1,0 +1,357 @@
+"""The configuration file ``/etc/staticpodd/staticpodd.yaml`` (under ``--root``).
+
+Read by ``staticpodd`` at start and on SIGHUP, and by ``staticpodctl``. The file is YAML,
+checked against ``schemas/staticpodd-config.schema.json``; every key is optional and a missing
+file means all defaults. ``schemas/staticpodd.example.yaml`` documents each key with its default.
+
+This module must stay cheap to import (the fast CLI verbs read the config): PyYAML and jsonschema
+are imported inside :func:`load_config`, never at module top.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .layout import Layout
+
+SCHEMA_FILE = "staticpodd-config.schema.json"
+
+#: Where the schema is looked for, in order: $STATICPODD_SCHEMA_DIR, a ``schemas/`` directory
+#: shipped inside the package, the source tree's ``schemas/`` (editable install), and the
+#: system-wide copy a distribution package installs.
+_SCHEMA_DIRS = (
+    Path(__file__).resolve().parent / "schemas",
+    Path(__file__).resolve().parent.parent / "schemas",
+    Path("/usr/share/staticpodd/schemas"),
+)
+
+
+_QUANTITY_SUFFIXES = {
+    "": 1, "m": 1e-3, "u": 1e-6, "n": 1e-9,
+    "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+
+
+def parse_quantity(value: str | float) -> float:
+    """A Kubernetes resource quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, ``4``) as a number.
+
+    Source: k8s.io/apimachinery/pkg/api/resource (quantity.go) suffixes. Raises ValueError.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    import re
+
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(?:([eE][+-]?[0-9]+)|([a-zA-Z]{0,2}))", text)
+    if not m or (m.group(3) or "") not in _QUANTITY_SUFFIXES:
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
+    number = float(m.group(1))
+    if m.group(2):
+        return number * 10 ** int(m.group(2)[1:])
+    return number * _QUANTITY_SUFFIXES[m.group(3) or ""]
+
+
+@dataclass(frozen=True)
+class NodeCapacity:
+    """Node allocatable for the node-fit check; None = read ``/proc/cpuinfo`` / ``/proc/meminfo``.
+
+    ``cpu``: a Kubernetes quantity string (``"4"``, ``"3500m"``) or a number of cores.
+    ``memory``: a quantity string (``"16Gi"``) or a number of bytes.
+    """
+
+    cpu: str | float | None = None
+    memory: str | int | None = None
+
+    def cpu_millis(self) -> int | None:
+        """``cpu`` in millicores (``"3500m"`` -> 3500, ``"4"`` -> 4000), or None."""
+        if self.cpu is None:
+            return None
+        return int(round(parse_quantity(self.cpu) * 1000))
+
+    def memory_bytes(self) -> int | None:
+        """``memory`` in bytes (``"16Gi"`` -> 17179869184), or None."""
+        if self.memory is None:
+            return None
+        return int(parse_quantity(self.memory))
+
+
+@dataclass(frozen=True)
+class HooksConfig:
+    """``hooks:`` -- ``timeout`` in seconds per hook executable."""
+
+    timeout: float = 30
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """``metrics:`` -- node-exporter textfile output; ``textfile_dir`` is a node path (under --root)."""
+
+    enabled: bool = False
+    textfile_dir: str | None = "/var/lib/prometheus/node-exporter"
+
+
+@dataclass(frozen=True)
+class WaitConfig:
+    """``wait:`` -- proof through the container runtime (``timeout`` in seconds)."""
+
+    timeout: float = 300
+    crictl: str = "crictl"
+    runtime_endpoint: str | None = None
+    rollback_on_failure: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration, with the documented defaults (see the JSON Schema).
+
+    Times are seconds (float), sizes bytes. ``source`` is the file it was read from (None for
+    defaults only); ``digest`` is the sha256 of that file's bytes (None when absent).
+    """
+
+    manifest_dir: str | None = None
+    kubernetes_version: str | None = None
+    max_manifest_bytes: int = 1024 * 1024
+    lock_timeout: float = 30
+    rescan_interval: float = 20
+    debounce: float = 0.3
+    on_invalid: str = "alert"
+    on_stray: str = "alert"
+    node_name: str | None = None
+    node_capacity: NodeCapacity | None = None
+    hooks: HooksConfig = field(default_factory=HooksConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    wait: WaitConfig = field(default_factory=WaitConfig)
+    source: str | None = field(default=None, compare=False)
+    digest: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def default(cls) -> Config:
+        """All defaults, as if the file were absent."""
+        return cls()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str | None = None, digest: str | None = None) -> Config:
+        """Build from an already schema-checked mapping; missing keys take their defaults."""
+        kw: dict[str, Any] = {}
+        nested = {"hooks": HooksConfig, "metrics": MetricsConfig, "wait": WaitConfig}
+        for f in fields(cls):
+            if f.name in ("source", "digest") or f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name in nested:
+                value = nested[f.name](**(value or {}))
+            elif f.name == "node_capacity" and value is not None:
+                value = NodeCapacity(**value)
+            kw[f.name] = value
+        return cls(**kw, source=source, digest=digest)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain mapping of every key (no ``source``/``digest``), as the file would spell it."""
+        out = asdict(self)
+        out.pop("source", None)
+        out.pop("digest", None)
+        return out
+
+    def with_changes(self, **changes: Any) -> Config:
+        """A copy with some top-level keys replaced (tests, command-line overrides)."""
+        return replace(self, **changes)
+
+
+def schema_path() -> Path:
+    """Path of ``staticpodd-config.schema.json``. Raises ConfigError when no copy is found."""
+    env = os.environ.get("STATICPODD_SCHEMA_DIR")
+    dirs = ([Path(env)] if env else []) + list(_SCHEMA_DIRS)
+    for d in dirs:
+        p = d / SCHEMA_FILE
+        if p.is_file():
+            return p
+    raise ConfigError(
+        f"cannot find {SCHEMA_FILE}",
+        hint="set STATICPODD_SCHEMA_DIR or reinstall staticpodd; looked in " + ", ".join(map(str, dirs)),
+    )
+
+
+_schema_cache: dict[str, Any] | None = None
+
+
+def load_schema() -> dict[str, Any]:
+    """The config JSON Schema as a dict (read once per process). Raises ConfigError."""
+    global _schema_cache
+    if _schema_cache is None:
+        p = schema_path()
+        try:
+            _schema_cache = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read the config schema: {exc}", path=str(p)) from exc
+    return _schema_cache
+
+
+def _resolve_path(layout_or_path: Layout | str | os.PathLike[str] | None, path: str | os.PathLike[str] | None):
+    """(file, explicit): the file to read and whether the caller named it (so it must exist)."""
+    if path is not None:
+        return Path(path), True
+    if isinstance(layout_or_path, Layout):
+        return layout_or_path.config_path, False
+    if layout_or_path is not None:
+        return Path(layout_or_path), True
+    return Layout.build("/").config_path, False
+
+
+def _node_at(root_node: Any, key_path: list[Any]) -> Any:
+    """The YAML node at ``key_path`` inside a composed document, or the deepest one found."""
+    import yaml
+
+    node = root_node
+    for key in key_path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if getattr(k, "value", None) == str(key):
+                    nxt = v
+                    break
+            if nxt is None:
+                return node
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            return node
+    return node
+
+
+def _key_node(root_node: Any, key_path: list[Any], key: str) -> Any:
+    """The YAML node of the *key* ``key`` in the mapping at ``key_path`` (for unexpected keys)."""
+    import yaml
+
+    parent = _node_at(root_node, key_path)
+    if isinstance(parent, yaml.MappingNode):
+        for k, _v in parent.value:
+            if getattr(k, "value", None) == key:
+                return k
+    return parent
+
+
+def _describe(error: Any) -> tuple[str, list[Any], str | None]:
+    """(message, key path to point at, unexpected key) for one jsonschema ValidationError."""
+    key_path = list(error.absolute_path)
+    dotted = ".".join(str(k) for k in key_path)
+    if error.validator == "additionalProperties":
+        # "Additional properties are not allowed ('foo' was unexpected)"
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        name = extra[0] if extra else None
+        where = f"{dotted}.{name}" if dotted and name else (name or dotted or "(top level)")
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        return f"{where}: unknown key (known keys here: {allowed})", key_path, name
+    if error.validator == "type" and not key_path:
+        return f"the file must be a mapping of keys, not {type(error.instance).__name__}", key_path, None
+    return f"{dotted or '(top level)'}: {error.message}", key_path, None
+
+
+def load_config(
+    layout_or_path: Layout | str | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+) -> Config:
+    """Read and check the configuration file; returns a :class:`Config` with defaults filled in.
+
+    ``layout_or_path``: a :class:`Layout` (reads ``layout.config_path``, i.e.
+    ``<root>/etc/staticpodd/staticpodd.yaml``), or a file path. ``path`` (``--config FILE``)
+    overrides both. A missing default file means all defaults; a missing file that the caller
+    named explicitly is an error. An empty file means all defaults.
+
+    Raises ConfigError (exit status 78) naming the file, the line/column and the key path, e.g.
+    ``staticpodd.yaml:3:18: rescan_interval: -1 is less than the minimum of 1``, for unreadable
+    files, YAML syntax errors, duplicate keys, and anything the JSON Schema refuses.
+    """
+    import hashlib
+
+    import jsonschema
+    import yaml
+
+    file, explicit = _resolve_path(layout_or_path, path)
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError("configuration file not found", path=str(file)) from None
+        return Config.default()
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file: {exc.strerror}", path=str(file)) from exc
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"configuration file is not UTF-8 (byte {exc.start})", path=str(file)) from exc
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_duplicate_keys(node, file)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        msg = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
+        raise ConfigError(
+            msg,
+            path=str(file),
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+            hint="fix the YAML syntax; the daemon keeps running with its previous configuration on reload",
+        ) from exc
+    if data is None:
+        data = {}
+
+    validator_cls = jsonschema.validators.validator_for(load_schema())
+    validator = validator_cls(load_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        first = errors[0]
+        message, key_path, extra_key = _describe(first)
+        target = _key_node(node, key_path, extra_key) if extra_key else _node_at(node, key_path)
+        mark = getattr(target, "start_mark", None)
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        field_name = ".".join(str(k) for k in key_path + ([extra_key] if extra_key else [])) or None
+        raise ConfigError(
+            message + more,
+            path=str(file),
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+            field=field_name,
+            hint="see schemas/staticpodd.example.yaml for every key and its default",
+            details={"problems": [_describe(e)[0] for e in errors]},
+        )
+    return Config.from_dict(data, source=str(file), digest=digest)
+
+
+def _check_duplicate_keys(node: Any, file: Path) -> None:
+    """Refuse a mapping that names one key twice (YAML would silently keep the last)."""
+    import yaml
+
+    if node is None:
+        return
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: dict[str, Any] = {}
+            for k, v in n.value:
+                key = getattr(k, "value", None)
+                if isinstance(key, str) and key in seen:
+                    raise ConfigError(
+                        f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
+                        path=str(file),
+                        line=k.start_mark.line + 1,
+                        column=k.start_mark.column + 1,
+                        field=key,
+                    )
+                seen[key] = k  # type: ignore[index]
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)

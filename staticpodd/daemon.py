@@ -1,0 +1,900 @@
+"""staticpodd: the daemon that watches the manifest directory, records every change, enforces parks.
+
+Composition root and lifecycle (DESIGN.md "Shape of the code"): builds the Layout, Config,
+Journal, Engine, Watcher and Notifier, then runs one main loop in the main thread.
+
+Start-up: config (invalid -> exit 78), recover interrupted operations (``Engine.recover``),
+start the inotify watch, full reconcile, then ``READY=1``. Loop: block on the wake-up pipe
+(inotify hints, signals) with a timeout = the earliest of the next debounced hint, the next
+full rescan (``rescan_interval``, KUBELET.md "When the kubelet looks"), the next watchdog ping,
+the next park deadline and the heartbeat interval. Signal handlers only set flags; the
+wake-up fd (``signal.set_wakeup_fd``) makes the loop notice them at once.
+
+- SIGHUP: ``RELOADING=1``, re-read the config; keep the old one if the new one is invalid
+  (CONFIG_INVALID), then ``READY=1`` again. ``staticpodd --reload`` sends it and waits.
+- SIGTERM/SIGINT: ``STOPPING=1``, DAEMON_STOPPING, exit 0.
+
+The heartbeat ``/run/staticpodd/daemon.json`` (``Layout.heartbeat_path``) is rewritten
+atomically on every loop; ``staticpodctl status`` reads it (see :func:`read_heartbeat`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Config, load_config
+from .errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, ConfigError, StaticpodError
+from .journal import ERR, INFO, NOTICE, WARNING, Event, Journal
+from .layout import Layout, under_root
+from .notify import Notifier
+from .reconcile import (
+    Plan,
+    finding_key,
+    is_directory_finding,
+    plan_changes,
+    plan_expired_parks,
+    plan_findings,
+    status_line,
+)
+from .watch import DIRECTORY, Hints, Watcher
+
+HEARTBEAT_FORMAT = 1
+#: Longest sleep of the main loop, seconds: the heartbeat is never older than this when healthy.
+HEARTBEAT_INTERVAL = 10.0
+#: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
+RETRY_DELAY = 1.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``staticpodd`` command line (also used to generate the man page)."""
+    p = argparse.ArgumentParser(
+        prog="staticpodd",
+        description="Watch the kubelet's static pod manifest directory: record every change, "
+        "enforce park deadlines, act on invalid writes and stray files by policy. Runs in the "
+        "foreground as a systemd Type=notify service.",
+    )
+    p.add_argument("--version", action="version", version=f"staticpodd {__version__}")
+    p.add_argument(
+        "--root",
+        default="/",
+        metavar="DIR",
+        help="take every path under DIR (manifests, state, run, config); default /",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="configuration file (default <root>/etc/staticpodd/staticpodd.yaml)"
+    )
+    p.add_argument(
+        "--manifest-dir",
+        metavar="DIR",
+        help="the kubelet's staticPodPath (default: from the config, else the kubelet's config)",
+    )
+    p.add_argument(
+        "--reload",
+        action="store_true",
+        help="ask the running daemon to reload its configuration (SIGHUP) and wait; "
+        "exit 0 when reloaded, 78 when it refused the new configuration",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with --reload: seconds to wait for the daemon (default 30)",
+    )
+    return p
+
+
+# --------------------------------------------------------------------------------------------
+# heartbeat
+
+
+def write_heartbeat(path: Path, data: dict[str, Any]) -> None:
+    """Atomically replace the heartbeat JSON at ``path`` (temp file + rename in the same dir)."""
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, (json.dumps(data, sort_keys=True) + "\n").encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_heartbeat(layout: Layout) -> dict[str, Any] | None:
+    """The daemon's heartbeat, or None when absent or unreadable.
+
+    Shape (format 1; times are epoch seconds): ``format, pid, version, root, manifest_dir,
+    state ("starting"|"running"|"reloading"|"stopping"|"stopped"), ready, started_at,
+    last_loop, last_rescan, interval`` (the daemon rewrites it at least every ``interval``
+    seconds while alive: treat ``now - last_loop > 3 * interval`` as unhealthy), ``status``
+    (the STATUS= line), ``summary {live, parked, missing, problems}``, ``problems [{code,
+    severity, path, component, message}]``, ``parks [ParkRecord.to_dict()]``, ``config {path,
+    digest, generation, loaded_at}``, ``reload {seq, status ("ok"|"refused"|null), error, at}``,
+    ``watch {watching, generation, error}``.
+    """
+    try:
+        data = json.loads(layout.heartbeat_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _process_is_staticpodd(pid: int) -> bool:
+    """True when ``pid`` is alive and its command line names staticpodd (guards a stale pid)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"staticpodd" in raw
+
+
+def reload_running(layout: Layout, *, timeout: float, out: Any = sys.stderr) -> int:
+    """``staticpodd --reload``: SIGHUP the running daemon (pid from the heartbeat) and wait.
+
+    Returns 0 when the daemon reloaded, 78 when it refused the new configuration (it keeps the
+    old one), 6 on timeout, 1 when no daemon is running for this root.
+    """
+    hb = read_heartbeat(layout)
+    pid = hb.get("pid") if hb else None
+    if not isinstance(pid, int) or (hb or {}).get("state") == "stopped":
+        env_pid = os.environ.get("MAINPID", "")
+        pid = int(env_pid) if env_pid.isdigit() else None
+    if not pid or not _process_is_staticpodd(pid):
+        print(f"staticpodd: no running daemon for {layout.root} (heartbeat {layout.heartbeat_path})", file=out)
+        return EXIT_FAILURE
+    before = int(((hb or {}).get("reload") or {}).get("seq") or 0)
+    try:
+        os.kill(pid, signal.SIGHUP)
+    except OSError as exc:
+        print(f"staticpodd: cannot signal pid {pid}: {exc.strerror}", file=out)
+        return EXIT_FAILURE
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        hb = read_heartbeat(layout) or {}
+        rel = hb.get("reload") or {}
+        if hb.get("pid") == pid and int(rel.get("seq") or 0) > before:
+            if rel.get("status") == "ok":
+                return EXIT_OK
+            print(
+                f"staticpodd: the new configuration was refused, the old one stays: {rel.get('error')}",
+                file=out,
+            )
+            return EXIT_CONFIG
+        if not _process_is_staticpodd(pid):
+            print(f"staticpodd: daemon pid {pid} exited during the reload", file=out)
+            return EXIT_FAILURE
+        time.sleep(0.05)
+    print(f"staticpodd: daemon pid {pid} did not finish reloading within {timeout:g} s", file=out)
+    return EXIT_TIMEOUT
+
+
+# --------------------------------------------------------------------------------------------
+# the daemon
+
+
+class Daemon:
+    """One running staticpodd. ``run()`` returns the process exit status."""
+
+    def __init__(self, args: argparse.Namespace, *, notifier: Notifier | None = None) -> None:
+        self.args = args
+        self.root = Path(os.path.abspath(args.root))
+        self.notifier = notifier or Notifier()
+        self.journal = Journal("staticpodd", str(self.root))
+        self.config: Config = Config.default()
+        self.layout: Layout = Layout.build(self.root, args.manifest_dir)
+        self.config_generation = 0
+        self.config_loaded_at: float | None = None
+        self.engine: Any = None
+        self.hints: Hints | None = None
+        self.watcher: Watcher | None = None
+        # signal flags (set by handlers, consumed by the main loop)
+        self._stop_signal: int | None = None
+        self._hup_requests = 0
+        self._hup_handled = 0
+        self.reload_state: dict[str, Any] = {"seq": 0, "status": None, "error": None, "at": None}
+        # observed state
+        self.state = "starting"
+        self.ready = False
+        self.started_at = time.time()
+        self.last_rescan: float | None = None
+        self.summary: dict[str, Any] = {"live": 0, "parked": 0, "missing": 0}
+        self.parks: list[dict[str, Any]] = []
+        self.next_park_deadline: float | None = None  # epoch seconds
+        self.finding_keys: set[tuple[str, str, str]] = set()
+        self.dir_problems: list[dict[str, Any]] = []
+        self.invalid_live: dict[str, dict[str, Any]] = {}  # file_name -> problem
+        self.broken_parks: dict[str, dict[str, Any]] = {}
+        self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
+        self.failed_unparks: dict[tuple[str, float], str] = {}
+        self._retry_names: set[str] = set()
+        self._retry_full = False
+        self._retry_at: float | None = None
+        self._last_status: str | None = None
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _layout_for(self, cfg: Config) -> Layout:
+        if self.args.manifest_dir:
+            return Layout.build(self.root, self.args.manifest_dir)
+        if cfg.manifest_dir:
+            return Layout.build(self.root, under_root(self.root, cfg.manifest_dir))
+        return Layout.build(self.root)
+
+    def _load_config(self) -> Config:
+        if self.args.config:
+            cfg = load_config(path=self.args.config)
+        else:
+            cfg = load_config(self.layout)  # config_path does not depend on the manifest directory
+        validate_options(cfg)  # refuses an unsupported kubernetes_version now, not at first use
+        return cfg
+
+    def _build_engine(self) -> Any:
+        from .engine import Actor, Engine
+
+        return Engine(self.layout, actor=Actor.daemon(), journal=self.journal, config=self.config)
+
+    def _install_signals(self) -> None:
+        def on_stop(signum: int, _frame: Any) -> None:
+            self._stop_signal = signum
+
+        def on_hup(_signum: int, _frame: Any) -> None:
+            self._hup_requests += 1
+
+        signal.signal(signal.SIGTERM, on_stop)
+        signal.signal(signal.SIGINT, on_stop)
+        signal.signal(signal.SIGHUP, on_hup)
+        assert self.hints is not None
+        signal.set_wakeup_fd(self.hints.wakeup_fd, warn_on_full_buffer=False)
+
+    # -- logging --------------------------------------------------------------------------------
+    def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+        """One journald entry from the daemon (actor staticpodd unless given)."""
+        fields.setdefault("actor", "staticpodd")
+        fields.setdefault("manifest_dir", str(self.layout.manifest_dir))
+        self.journal.log(event, message, priority=priority, **fields)
+
+    def _say(self, text: str) -> None:
+        try:
+            print(f"staticpodd: {text}", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Start, serve until SIGTERM/SIGINT, stop. Returns the exit status."""
+        try:
+            self.config = self._load_config()
+            self.layout = self._layout_for(self.config)
+        except ConfigError as exc:
+            self._say(f"refusing to start: invalid configuration: {exc}")
+            if exc.hint:
+                self._say(f"hint: {exc.hint}")
+            self.journal.log(
+                Event.CONFIG_INVALID,
+                f"refusing to start: invalid configuration: {exc}",
+                priority=ERR,
+                config_path=exc.path,
+                line=exc.line,
+                field=exc.field,
+            )
+            return EXIT_CONFIG
+        self.config_generation = 1
+        self.config_loaded_at = time.time()
+        self.hints = Hints(self.config.debounce)
+        self._install_signals()
+        try:
+            self.engine = self._build_engine()
+            self.watcher = Watcher(self.layout.manifest_dir, self.hints)
+            self._heartbeat()
+            self._check_watch(initial=True)
+            self._reconcile(full=True, recover=True)
+        except StaticpodError as exc:
+            self._say(f"cannot start: {exc}")
+            self.log(Event.DIRECTORY_PROBLEM, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
+            self._shutdown(status=f"failed: {exc}")
+            return exc.exit_status if exc.exit_status != EXIT_OK else EXIT_FAILURE
+        self.state = "running"
+        self.ready = True
+        status = self._status_line()
+        self.notifier.ready(status)
+        self._last_status = status
+        self.log(
+            Event.DAEMON_STARTED,
+            f"staticpodd {__version__} watching {self.layout.manifest_dir}: {status}",
+            priority=NOTICE,
+            pid=os.getpid(),
+            config_path=self.config.source,
+            watchdog_usec=self.notifier.watchdog_usec,
+        )
+        self._heartbeat()
+        try:
+            self._loop()
+        finally:
+            self._shutdown()
+        return EXIT_OK
+
+    def _shutdown(self, status: str | None = None) -> None:
+        if self.state != "stopped":
+            self.state = "stopping"
+            self.notifier.stopping(status or "stopping")
+            if self._stop_signal is not None or status is None:
+                sig = signal.Signals(self._stop_signal).name if self._stop_signal else None
+                self.log(
+                    Event.DAEMON_STOPPING,
+                    f"staticpodd stopping{f' on {sig}' if sig else ''}",
+                    priority=NOTICE,
+                    signal=sig,
+                    pid=os.getpid(),
+                )
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.state = "stopped"
+        self.ready = False
+        try:
+            self._heartbeat()
+        except OSError:
+            pass
+        try:
+            signal.set_wakeup_fd(-1)
+        except (ValueError, OSError):
+            pass
+        if self.engine is not None and hasattr(self.engine, "close"):
+            try:
+                self.engine.close()
+            except Exception:
+                pass
+
+    # -- main loop ------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        assert self.hints is not None
+        wd_interval = self.notifier.watchdog_interval()
+        next_ping = time.monotonic()
+        next_rescan = time.monotonic() + self.config.rescan_interval
+        while True:
+            now = time.monotonic()
+            if wd_interval is not None and now >= next_ping:
+                self.notifier.watchdog()
+                next_ping = now + wd_interval
+            if self._stop_signal is not None:
+                return
+            if self._hup_requests != self._hup_handled:
+                self._reload()
+                next_rescan = now  # policies or directory may have changed
+            rewatched = self._check_watch()
+            full = now >= next_rescan or rewatched or self._retry_full
+            names: set[str] = set()
+            if not full:
+                due = self.hints.take_due(now)
+                if DIRECTORY in due:
+                    full = True
+                names = {h.name for h in due if h.name}
+                if self._retry_names and (self._retry_at is None or now >= self._retry_at):
+                    names |= self._retry_names
+                    self._retry_names = set()
+            parks_due = self.next_park_deadline is not None and time.time() >= self.next_park_deadline
+            if full:
+                self.hints.take_all()
+                self._reconcile(full=True)
+                next_rescan = time.monotonic() + self.config.rescan_interval
+            elif names or parks_due:
+                self._reconcile(names=sorted(names))
+            self._publish_status()
+            self._heartbeat()
+            # sleep until the next thing to do
+            now = time.monotonic()
+            wake = [next_rescan, now + HEARTBEAT_INTERVAL]
+            if wd_interval is not None:
+                wake.append(next_ping)
+            nd = self.hints.next_deadline()
+            if nd is not None:
+                wake.append(nd)
+            if self.next_park_deadline is not None:
+                wake.append(now + max(0.0, self.next_park_deadline - time.time()) + 0.01)
+            if self._retry_names and self._retry_at is not None:
+                wake.append(self._retry_at)
+            if self.watcher is not None and not self.watcher.watching:
+                wake.append(now + 1.0)  # directory missing or watch failed: poll it
+            timeout = max(0.0, min(wake) - now)
+            if self._stop_signal is not None or self._hup_requests != self._hup_handled:
+                timeout = 0.0
+            try:
+                select.select([self.hints.fileno()], [], [], timeout)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for safety
+                pass
+            self.hints.drain()
+
+    def _publish_status(self) -> None:
+        status = self._status_line()
+        if status != self._last_status:
+            self.notifier.status(status)
+            self._last_status = status
+
+    # -- watching -------------------------------------------------------------------------------
+    def _check_watch(self, *, initial: bool = False) -> bool:
+        """(Re)create the inotify watch if needed; True when a full rescan should follow."""
+        assert self.watcher is not None
+        what = self.watcher.ensure()
+        if what is None:
+            return False
+        ident = self.watcher.identity
+        if what == "started":
+            self.runtime_problems.pop("watch", None)
+            return False
+        if what == "missing":
+            self.runtime_problems["watch"] = {
+                "code": "manifest-dir-missing",
+                "severity": "error",
+                "path": str(self.layout.manifest_dir),
+                "message": "the manifest directory is missing: the kubelet removes every static pod",
+            }
+            self.log(
+                Event.DIRECTORY_PROBLEM,
+                f"manifest directory {self.layout.manifest_dir} is missing; the kubelet removes every "
+                "file-sourced pod; waiting for it to come back",
+                priority=ERR,
+                finding="manifest-dir-missing",
+            )
+            return True
+        if what == "failed":
+            self.runtime_problems["watch"] = {
+                "code": "watch-failed",
+                "severity": "error",
+                "path": str(self.layout.manifest_dir),
+                "message": self.watcher.error or "cannot watch the manifest directory",
+            }
+            self.log(
+                Event.DIRECTORY_PROBLEM,
+                self.watcher.error or "cannot watch the manifest directory",
+                priority=ERR,
+                finding="watch-failed",
+            )
+            return True
+        self.runtime_problems.pop("watch", None)
+        if not initial:
+            self.log(
+                Event.DIRECTORY_REWATCHED,
+                f"manifest directory {self.layout.manifest_dir} was {what}; watching it again and rescanning",
+                priority=WARNING,
+                change=what,
+                dev=ident[0] if ident else None,
+                inode=ident[1] if ident else None,
+            )
+        return True
+
+    # -- reconcile ------------------------------------------------------------------------------
+    def _reconcile(self, *, full: bool = False, names: Iterable[str] = (), recover: bool = False) -> None:
+        """Scan (all or some names), act by policy, refresh summary/problems. Never raises a
+        StaticpodError except on ``recover`` (start-up: the daemon must not say READY)."""
+        from .errors import LockTimeout
+
+        names = list(names)
+        try:
+            with self.engine.locked():
+                if recover:
+                    for item in self.engine.recover() or []:
+                        self._say(f"recovered: {item}")
+                changes = self.engine.scan(None if full else names)
+                plan = plan_changes(changes, self.config)
+                self._track_changes(changes)
+                if full or names or changes:
+                    found = self._directory_findings()
+                    findings = [f for f in found if is_directory_finding(f)]
+                    plan.extend(plan_findings(findings, self.config, self.finding_keys))
+                    self.finding_keys = {finding_key(f) for f in findings}
+                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                    self._track_invalid_files(found, changes)
+                expired = self.engine.store.expired_parks(time.time())
+                expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks]
+                plan.extend(plan_expired_parks(expired, time.time()))
+                self._execute(plan)
+                self._refresh_summary()
+            self.runtime_problems.pop("lock", None)
+            self._retry_full = False
+            if full:
+                self.last_rescan = time.time()
+                if self.watcher is not None:
+                    self.watcher.reset_error()
+        except LockTimeout as exc:
+            if recover:
+                raise
+            self.runtime_problems["lock"] = {
+                "code": "lock-timeout",
+                "severity": "warning",
+                "path": str(self.layout.lock_path),
+                "message": exc.message,
+            }
+            self._say(str(exc))
+            self._retry_later(full, names)
+        except StaticpodError as exc:
+            if recover:
+                raise
+            self._say(f"reconcile failed: {exc}")
+            self.runtime_problems["reconcile"] = {
+                "code": exc.code,
+                "severity": "error",
+                "path": exc.path,
+                "message": exc.message,
+            }
+            self._retry_later(full, names)
+        except Exception as exc:  # keep serving: a bug in one pass must not stop the watch
+            if recover:
+                raise
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            self.runtime_problems["reconcile"] = {
+                "code": "internal-error",
+                "severity": "error",
+                "path": None,
+                "message": f"{type(exc).__name__}: {exc}",
+            }
+            self._retry_later(full, names)
+        else:
+            self.runtime_problems.pop("reconcile", None)
+
+    def _retry_later(self, full: bool, names: list[str]) -> None:
+        if full:
+            self._retry_full = True
+        self._retry_names.update(names)
+        self._retry_at = time.monotonic() + RETRY_DELAY
+
+    def _track_changes(self, changes: Iterable[Any]) -> None:
+        """Keep the invalid-live and broken-park problem lists in step with observed changes."""
+        for ch in changes:
+            file_name = _get(ch, "file_name")
+            kind = str(_get(ch, "kind") or "")
+            if kind.startswith("parked"):
+                continue
+            if _get(ch, "valid") is False and kind not in ("deleted", "moved_out", "removed"):
+                self.invalid_live[file_name] = {
+                    "code": "invalid-live",
+                    "severity": "error",
+                    "component": _get(ch, "component"),
+                    "path": str(self.layout.live_path(file_name)),
+                    "message": f"{file_name} fails validation; the kubelet drops its pod at the next relist",
+                }
+            else:
+                self.invalid_live.pop(file_name, None)
+            if kind in ("park_broken", "broken_park", "written_back"):
+                self.broken_parks[file_name] = {
+                    "code": "park-broken",
+                    "severity": "error",
+                    "component": _get(ch, "component"),
+                    "path": str(self.layout.live_path(file_name)),
+                    "message": f"{file_name} was written back while parked",
+                }
+
+    def _track_invalid_files(self, found: list[Any], changes: list[Any]) -> None:
+        """Live files whose contents fail validation (per-file error findings) become problems.
+
+        A file already reported through a Change in this pass is not logged twice; one that was
+        invalid before the daemon looked (recorded earlier, e.g. while it ran under ``alert``) is
+        logged once as INVALID_LIVE.
+        """
+        mdir = self.layout.manifest_dir
+        bad: dict[str, list[Any]] = {}
+        for f in found:
+            if _get(f, "severity") != "error" or is_directory_finding(f):
+                continue
+            path = Path(str(_get(f, "path") or ""))
+            if path.parent != mdir:
+                continue
+            bad.setdefault(path.name, []).append(f)
+        changed = {_get(c, "file_name") for c in changes}
+        for name in list(self.invalid_live):
+            if name not in bad:
+                self.invalid_live.pop(name, None)
+        for name, fs in bad.items():
+            if name in self.invalid_live:
+                continue
+            codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
+            self.invalid_live[name] = {
+                "code": "invalid-live",
+                "severity": "error",
+                "component": None,
+                "path": str(mdir / name),
+                "message": f"{name} fails validation ({codes}); the kubelet drops its pod at the next relist",
+            }
+            if name not in changed:
+                self.log(
+                    Event.INVALID_LIVE,
+                    f"{name} in the manifest directory fails validation ({codes}); the kubelet drops "
+                    "its pod at the next relist (about 20 s)",
+                    priority=ERR,
+                    file_name=name,
+                    findings=codes,
+                )
+
+    def _directory_findings(self) -> list[Any]:
+        """Directory-level findings from the validator (strays, duplicates, subdirectories,
+        symlinks, loose modes/owners). [] when the validator is not available."""
+        try:
+            from .validate import validate_directory  # type: ignore[attr-defined]
+        except ImportError:
+            return []
+        if not self.layout.manifest_dir.is_dir():
+            return []
+        return list(validate_directory(self.layout.manifest_dir, self._validate_options()))
+
+    def _validate_options(self) -> Any:
+        return validate_options(self.config)
+
+    def _execute(self, plan: Plan) -> None:
+        """Log the plan's reports, then ask the engine for its actions (lock held)."""
+        for r in plan.reports:
+            self.log(r.event, r.message, priority=r.priority, **r.fields)
+        for a in plan.actions:
+            try:
+                if a.verb == "restore":
+                    version = self.engine.restore_last_good(a.target, reason=a.reason)
+                    self.invalid_live.pop(a.file_name or "", None)
+                    self.log(
+                        Event.RESTORED_LAST_GOOD,
+                        f"restored the last good version of {a.target} (version {_get(version, 'seq')}) "
+                        f"over an invalid external write",
+                        priority=WARNING,
+                        component=a.target,
+                        file_name=a.file_name,
+                        version=_get(version, "seq"),
+                        digest=_get(version, "digest"),
+                        reason=a.reason,
+                    )
+                elif a.verb == "quarantine":
+                    self.engine.quarantine(a.target, reason=a.reason)
+                elif a.verb == "unpark":
+                    self.engine.unpark(a.target, reason=a.reason)
+            except StaticpodError as exc:
+                self._say(f"{a.verb} {a.target} failed: {exc}")
+                if a.verb == "unpark":
+                    rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
+                    until = _get(rec, "until")
+                    if until is not None:
+                        self.failed_unparks[(a.target, until)] = exc.code
+                    self.runtime_problems[f"unpark:{a.target}"] = {
+                        "code": "park-expired-unpark-failed",
+                        "severity": "error",
+                        "component": a.target,
+                        "path": None,
+                        "message": f"the park of {a.target} expired but unpark failed: {exc.message}",
+                    }
+                    self.log(
+                        Event.PARK_EXPIRED,
+                        f"the park of {a.target} expired but unpark failed: {exc.message}",
+                        priority=ERR,
+                        component=a.target,
+                        error=exc.code,
+                    )
+                else:
+                    self.log(
+                        Event.DIRECTORY_PROBLEM,
+                        f"{a.verb} of {a.target} failed: {exc.message}",
+                        priority=ERR,
+                        component=a.target,
+                        file_name=a.file_name,
+                        error=exc.code,
+                    )
+            else:
+                if a.verb == "unpark":
+                    self.runtime_problems.pop(f"unpark:{a.target}", None)
+
+    def _refresh_summary(self) -> None:
+        status = self.engine.status()
+        data = status.to_dict() if hasattr(status, "to_dict") else dict(status)
+        comps = data.get("components") or []
+        counts = {"live": 0, "parked": 0, "missing": 0}
+        parked_names = set()
+        for c in comps:
+            st = c.get("state")
+            if st in counts:
+                counts[st] += 1
+            if st == "parked":
+                parked_names.add(c.get("file_name"))
+        self.summary = counts
+        for name in list(self.broken_parks):
+            if name not in parked_names:
+                self.broken_parks.pop(name, None)
+        parks = self.engine.store.parks()
+        self.parks = [p.to_dict() if hasattr(p, "to_dict") else dict(p) for p in parks]
+        live_keys = {(p.component, p.until) for p in parks}
+        self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k in live_keys}
+        deadlines = [
+            p.until for p in parks if p.until is not None and (p.component, p.until) not in self.failed_unparks
+        ]
+        self.next_park_deadline = min(deadlines) if deadlines else None
+
+    # -- reload ---------------------------------------------------------------------------------
+    def _reload(self) -> None:
+        target = self._hup_requests
+        self.state = "reloading"
+        self.notifier.reloading()
+        self._heartbeat()
+        try:
+            cfg = self._load_config()
+            layout = self._layout_for(cfg)
+        except ConfigError as exc:
+            self._say(f"reload refused, keeping the previous configuration: {exc}")
+            self.log(
+                Event.CONFIG_INVALID,
+                f"new configuration refused, keeping the previous one (generation {self.config_generation}): {exc}",
+                priority=ERR,
+                config_path=exc.path,
+                line=exc.line,
+                field=exc.field,
+            )
+            self.reload_state = {"seq": target, "status": "refused", "error": str(exc), "at": time.time()}
+        else:
+            old_dir = self.layout.manifest_dir
+            self.config = cfg
+            self.config_generation += 1
+            self.config_loaded_at = time.time()
+            assert self.hints is not None
+            self.hints.set_debounce(cfg.debounce)
+            if layout.manifest_dir != old_dir:
+                assert self.watcher is not None
+                self.watcher.stop()
+                self.layout = layout
+                self.watcher = Watcher(layout.manifest_dir, self.hints)
+                self.finding_keys = set()
+                self.invalid_live.clear()
+                self.broken_parks.clear()
+            else:
+                self.layout = layout
+            if hasattr(self.engine, "close"):
+                try:
+                    self.engine.close()
+                except Exception:
+                    pass
+            self.engine = self._build_engine()
+            if layout.manifest_dir != old_dir:
+                self._check_watch(initial=True)
+            self.log(
+                Event.CONFIG_RELOADED,
+                f"configuration reloaded (generation {self.config_generation})",
+                priority=NOTICE,
+                config_path=cfg.source,
+                config_digest=cfg.digest,
+                generation=self.config_generation,
+            )
+            self.reload_state = {"seq": target, "status": "ok", "error": None, "at": time.time()}
+        self._hup_handled = target
+        self.state = "running"
+        status = self._status_line()
+        self.notifier.ready(status)
+        self._last_status = status
+        self._heartbeat()
+
+    # -- status ---------------------------------------------------------------------------------
+    def problems(self) -> list[dict[str, Any]]:
+        """Every current problem: runtime, invalid live files, broken parks, directory findings."""
+        out = list(self.runtime_problems.values())
+        out += list(self.invalid_live.values())
+        out += list(self.broken_parks.values())
+        out += [p for p in self.dir_problems if p.get("severity") in ("error", "warning")]
+        return out
+
+    def _status_line(self) -> str:
+        return status_line(self.summary, self.problems())
+
+    def _heartbeat(self) -> None:
+        problems = self.problems()
+        data = {
+            "format": HEARTBEAT_FORMAT,
+            "pid": os.getpid(),
+            "version": __version__,
+            "root": str(self.root),
+            "manifest_dir": str(self.layout.manifest_dir),
+            "state": self.state,
+            "ready": self.ready,
+            "started_at": self.started_at,
+            "last_loop": time.time(),
+            "last_rescan": self.last_rescan,
+            "interval": min(HEARTBEAT_INTERVAL, self.config.rescan_interval),
+            "status": self._status_line(),
+            "summary": {**self.summary, "problems": len(problems)},
+            "problems": problems,
+            "parks": self.parks,
+            "config": {
+                "path": self.config.source,
+                "digest": self.config.digest,
+                "generation": self.config_generation,
+                "loaded_at": self.config_loaded_at,
+            },
+            "reload": self.reload_state,
+            "watch": {
+                "watching": bool(self.watcher and self.watcher.watching),
+                "generation": self.watcher.generation if self.watcher else 0,
+                "error": self.watcher.error if self.watcher else None,
+            },
+        }
+        try:
+            write_heartbeat(self.layout.heartbeat_path, data)
+        except OSError as exc:
+            self._say(f"cannot write heartbeat {self.layout.heartbeat_path}: {exc.strerror}")
+
+
+def validate_options(config: Config) -> Any:
+    """``staticpodd.validate.Options`` for a Config (None when the validator is not installed).
+
+    Raises ConfigError (field ``kubernetes_version``) when the validator does not support the
+    configured Kubernetes minor.
+    """
+    try:
+        from .validate import Options  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    import inspect
+
+    params = inspect.signature(Options).parameters
+    kw: dict[str, Any] = {}
+    cap = config.node_capacity
+    version = config.kubernetes_version
+    if version is not None:
+        try:
+            from .validate.context import parse_version
+
+            version = parse_version(version)
+        except ImportError:
+            pass
+        except ValueError as exc:
+            raise ConfigError(f"kubernetes_version: {exc}", path=config.source, field="kubernetes_version") from None
+    for name, value in (
+        ("kubernetes_version", version),
+        ("max_bytes", config.max_manifest_bytes),
+        ("node_name", config.node_name),
+        ("cpu_capacity_millis", cap.cpu_millis() if cap else None),
+        ("memory_capacity_bytes", cap.memory_bytes() if cap else None),
+    ):
+        if name in params and value is not None:
+            kw[name] = value
+    return Options(**kw)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _problem_of(finding: Any) -> dict[str, Any]:
+    return {
+        "code": _get(finding, "code"),
+        "severity": _get(finding, "severity"),
+        "path": _get(finding, "path"),
+        "component": None,
+        "message": _get(finding, "message"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``staticpodd`` console script. Returns the exit status.
+
+    Exit statuses: 0 clean stop (SIGTERM/SIGINT) or reload done; 78 invalid configuration
+    (at start, or refused by ``--reload``); 1 start-up failure; 6 ``--reload`` timed out.
+    """
+    args = build_parser().parse_args(argv)
+    if args.reload:
+        try:
+            layout = Layout.build(args.root, args.manifest_dir)
+        except ConfigError as exc:
+            print(f"staticpodd: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        return reload_running(layout, timeout=args.timeout)
+    try:
+        daemon = Daemon(args)
+    except ConfigError as exc:
+        print(f"staticpodd: refusing to start: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return daemon.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""Policy: what the daemon says and does about what the engine and the validator observed.
+
+Pure functions from observations (the engine's ``Change`` records, the validator's directory
+``Finding`` records, expired ``ParkRecord`` records) and the :class:`~staticpodd.config.Config`
+to a :class:`Plan`: journald reports to send and actions to ask the engine for. Nothing here
+touches the filesystem, the store or the journal, so every decision is testable alone.
+
+Policies (README "Configuration"; KUBELET.md "What a broken file does to a running pod"):
+
+- ``on_invalid: alert`` -- an external write the kubelet will refuse is an INVALID_LIVE error
+  (the running pod dies at the kubelet's next 20 s relist). ``restore`` -- also put back the
+  newest version that passed the gate (the bad bytes stay in history).
+- ``on_stray: alert`` -- a stray file the kubelet would run is a STRAY_FOUND warning.
+  ``quarantine`` -- also move it into ``.staticpodd/quarantine/`` (recorded, restorable).
+- An expired park is restored (PARK_EXPIRED, then unpark), whoever parked it and whenever.
+- A parked component whose file was written back into the directory is PARK_BROKEN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .journal import ERR, NOTICE, WARNING, Event
+
+#: Change kinds (engine ``Change.kind``) that mean a name left the kubelet's directory.
+REMOVAL_KINDS = frozenset({"deleted", "removed", "moved_out", "missing", "parked_deleted", "parked_removed"})
+#: Change kinds that mean a parked component was written back into the directory.
+BROKEN_PARK_KINDS = frozenset({"park_broken", "broken_park", "written_back"})
+
+
+@dataclass(frozen=True)
+class Report:
+    """One journald entry to send: ``fields`` become upper-case journal fields."""
+
+    event: Event
+    priority: int
+    message: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One engine call to make: ``verb`` is ``"restore"`` (restore_last_good), ``"quarantine"`` or
+    ``"unpark"``; ``target`` is a component (restore, unpark) or a file name (quarantine)."""
+
+    verb: str
+    target: str
+    reason: str
+    file_name: str | None = None
+
+
+@dataclass
+class Plan:
+    """Reports to log and actions to take, in order."""
+
+    reports: list[Report] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+
+    def extend(self, other: Plan) -> Plan:
+        """Append another plan's reports and actions; returns self."""
+        self.reports.extend(other.reports)
+        self.actions.extend(other.actions)
+        return self
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _short(digest: Any) -> str | None:
+    return str(digest)[:12] if digest else None
+
+
+def _finding_summary(findings: Iterable[Any], limit: int = 3) -> str:
+    """``code: message`` of the first error findings, for a one-line journal MESSAGE."""
+    out = []
+    for f in findings:
+        if _get(f, "severity") == "error":
+            loc = f":{_get(f, 'line')}" if _get(f, "line") else ""
+            out.append(f"{_get(f, 'code')}{loc}")
+    if len(out) > limit:
+        out = out[:limit] + [f"+{len(out) - limit} more"]
+    return ", ".join(out)
+
+
+def _verb(kind: str) -> str:
+    """``parked_modified`` -> ``modified``; ``moved_out`` -> ``moved out``."""
+    return kind.replace("parked_", "").replace("_", " ")
+
+
+def plan_changes(changes: Iterable[Any], config: Any) -> Plan:
+    """Reports and actions for the engine's ``Change`` records from one scan.
+
+    ``Change`` shape: ``component, file_name, kind, version (int | None), digest, valid
+    (bool | None), findings``. Every change is reported (actor ``external``). An invalid live
+    write is INVALID_LIVE at error priority and, under ``on_invalid: restore``, a ``restore``
+    action. Finding *messages* are not copied into the journal (they can quote manifest values);
+    only codes and positions are.
+    """
+    plan = Plan()
+    for ch in changes:
+        component = _get(ch, "component")
+        file_name = _get(ch, "file_name")
+        kind = str(_get(ch, "kind") or "changed")
+        version = _get(ch, "version")
+        digest = _get(ch, "digest")
+        valid = _get(ch, "valid")
+        findings = list(_get(ch, "findings") or [])
+        fields = {
+            "component": component,
+            "file_name": file_name,
+            "change": kind,
+            "version": version,
+            "digest": digest,
+            "actor": "external",
+        }
+        parked = kind.startswith("parked")
+        where = "parked copy of " if parked else ""
+        if kind in BROKEN_PARK_KINDS:
+            plan.reports.append(
+                Report(
+                    Event.PARK_BROKEN,
+                    ERR,
+                    f"{file_name} was written back into the manifest directory while {component} is parked: "
+                    f"the kubelet runs it again (recorded as version {version})",
+                    fields,
+                )
+            )
+        elif kind in REMOVAL_KINDS:
+            plan.reports.append(
+                Report(
+                    Event.EXTERNAL_REMOVAL,
+                    WARNING,
+                    f"{where}{file_name} was {_verb(kind)} by someone else"
+                    + ("" if parked else "; the kubelet stops its pod"),
+                    fields,
+                )
+            )
+            continue
+        else:
+            ver = f" (recorded as version {version})" if version is not None else ""
+            plan.reports.append(
+                Report(
+                    Event.EXTERNAL_CHANGE,
+                    WARNING,
+                    f"{where}{file_name} was {_verb(kind)} by someone else{ver}",
+                    fields,
+                )
+            )
+        if valid is False:
+            summary = _finding_summary(findings)
+            if parked:
+                plan.reports.append(
+                    Report(
+                        Event.INVALID_LIVE,
+                        WARNING,
+                        f"parked copy of {file_name} no longer passes validation ({summary}); unpark will refuse it",
+                        {**fields, "findings": summary or None},
+                    )
+                )
+                continue
+            restore = getattr(config, "on_invalid", "alert") == "restore"
+            plan.reports.append(
+                Report(
+                    Event.INVALID_LIVE,
+                    ERR,
+                    f"{file_name} as written by someone else fails validation ({summary}); the kubelet "
+                    "drops its pod at the next relist (about 20 s)"
+                    + ("; restoring the last good version" if restore else "; policy on_invalid=alert"),
+                    {**fields, "findings": summary or None, "policy": "restore" if restore else "alert"},
+                )
+            )
+            if restore and component:
+                plan.actions.append(
+                    Action(
+                        "restore",
+                        component,
+                        f"on_invalid=restore: invalid external write of {file_name}",
+                        file_name=file_name,
+                    )
+                )
+    return plan
+
+
+#: Validator finding codes about the directory as a whole rather than one file's contents
+#: (staticpodd.validate.directory): these are the daemon's "directory findings".
+DIRECTORY_CODES = frozenset(
+    {
+        "stray",
+        "duplicate-pod",
+        "subdirectory-ignored",
+        "symlink",
+        "dangling-symlink",
+        "loose-permissions",
+        "not-regular-file",
+        "unreadable",
+        "host-port-conflict",
+    }
+)
+
+
+def is_directory_finding(finding: Any) -> bool:
+    """True for a directory-level finding (stray, duplicate, subdirectory, symlink, mode/owner,
+    port conflict, node fit); False for a finding about one file's contents."""
+    code = str(_get(finding, "code") or "")
+    return code in DIRECTORY_CODES or code.startswith(("node-", "out-of")) or "capacity" in code
+
+
+def finding_event(finding: Any) -> Event:
+    """Which journal event reports a directory finding (by its code)."""
+    code = str(_get(finding, "code") or "")
+    if "stray" in code:
+        return Event.STRAY_FOUND
+    if "duplicate" in code:
+        return Event.DUPLICATE_POD
+    return Event.DIRECTORY_PROBLEM
+
+
+def finding_key(finding: Any) -> tuple[str, str, str]:
+    """Identity of a finding across rescans (so one problem is logged once, not every 20 s)."""
+    return (str(_get(finding, "code")), str(_get(finding, "path")), str(_get(finding, "message")))
+
+
+def is_stray(finding: Any) -> bool:
+    """True for a finding about a stray file (one that ``on_stray: quarantine`` moves out)."""
+    return finding_event(finding) is Event.STRAY_FOUND
+
+
+def plan_findings(findings: Iterable[Any], config: Any, already: set[tuple[str, str, str]]) -> Plan:
+    """Reports for directory findings not reported before, and quarantine actions for strays.
+
+    ``already`` holds :func:`finding_key` of findings reported earlier; the caller replaces it
+    with the keys of ``findings`` afterwards (so a problem that goes away and comes back is
+    reported again). Under ``on_stray: quarantine`` every stray is quarantined, also ones
+    reported before (a previous attempt may have failed).
+    """
+    import os
+
+    plan = Plan()
+    quarantine = getattr(config, "on_stray", "alert") == "quarantine"
+    queued: set[str] = set()
+    for f in findings:
+        event = finding_event(f)
+        path = str(_get(f, "path") or "")
+        name = os.path.basename(path.rstrip("/"))
+        if finding_key(f) not in already:
+            severity = _get(f, "severity")
+            prio = ERR if severity == "error" else WARNING if severity == "warning" else NOTICE
+            message = str(_get(f, "message") or _get(f, "code"))
+            if event is Event.STRAY_FOUND:
+                message += "; quarantining it" if quarantine else "; policy on_stray=alert"
+            plan.reports.append(
+                Report(
+                    event,
+                    prio,
+                    message,
+                    {
+                        "file_name": name or None,
+                        "finding": _get(f, "code"),
+                        "severity": severity,
+                        "path": path or None,
+                        "hint": _get(f, "hint"),
+                    },
+                )
+            )
+        if quarantine and event is Event.STRAY_FOUND and name and name not in queued:
+            queued.add(name)
+            plan.actions.append(Action("quarantine", name, f"on_stray=quarantine: {_get(f, 'code')}", file_name=name))
+    return plan
+
+
+def plan_expired_parks(parks: Iterable[Any], now: float) -> Plan:
+    """PARK_EXPIRED reports and ``unpark`` actions for parks whose ``until`` is at or before ``now``.
+
+    ``parks``: ParkRecord-like (``component, file_name, until, actor, reason``); ``now`` epoch s.
+    """
+    plan = Plan()
+    for p in parks:
+        until = _get(p, "until")
+        if until is None or until > now:
+            continue
+        component = _get(p, "component")
+        plan.reports.append(
+            Report(
+                Event.PARK_EXPIRED,
+                NOTICE,
+                f"park of {component} by {_get(p, 'actor')} expired {max(0, int(now - until))} s ago; unparking",
+                {
+                    "component": component,
+                    "file_name": _get(p, "file_name"),
+                    "actor": "staticpodd",
+                    "parked_by": _get(p, "actor"),
+                    "reason": _get(p, "reason"),
+                    "until": int(until),
+                },
+            )
+        )
+        plan.actions.append(Action("unpark", component, "park deadline passed", file_name=_get(p, "file_name")))
+    return plan
+
+
+def status_line(summary: dict[str, Any], problems: list[dict[str, Any]]) -> str:
+    """One-line summary for sd_notify ``STATUS=`` and the heartbeat.
+
+    ``summary``: ``{"live": n, "parked": n, "missing": n}``; ``problems``: dicts with ``code``
+    and ``path``/``component``. E.g. ``4 live, 1 parked; 2 problems: stray kube-apiserver.yaml.bak, …``.
+    """
+    text = f"{summary.get('live', 0)} live, {summary.get('parked', 0)} parked"
+    if summary.get("missing"):
+        text += f", {summary['missing']} missing"
+    if not problems:
+        return text + "; no problems"
+    first = problems[0]
+    what = first.get("path") or first.get("component") or ""
+    import os
+
+    plural = "s" if len(problems) != 1 else ""
+    text += f"; {len(problems)} problem{plural}: {first.get('code')} {os.path.basename(what)}"
+    if len(problems) > 1:
+        text += ", …"
+    return text
+
+
+__all__ = [
+    "Action",
+    "Plan",
+    "Report",
+    "finding_event",
+    "is_directory_finding",
+    "finding_key",
+    "is_stray",
+    "plan_changes",
+    "plan_expired_parks",
+    "plan_findings",
+    "status_line",
+]

@@ -1,0 +1,336 @@
+"""watchdog adapter: inotify events on the manifest directory -> debounced "look at X" hints.
+
+No decisions are taken here. An event only says *which name* to re-read; the daemon reads the
+bytes and compares digests with the store (KUBELET.md consequence 8: inotify is a hint, queues
+overflow, and watchdog drops IN_Q_OVERFLOW silently, so the daemon also rescans periodically).
+
+Shapes:
+
+- :class:`Hint` ``(kind, name)``: ``("file", "kube-scheduler.yaml")`` for a name directly in the
+  manifest directory (file, directory or symlink: the kubelet reads every non-dot name,
+  KUBELET.md "Which files are pods"); ``("parked", "kube-scheduler.yaml")`` for a parked copy in
+  ``.staticpodd/parked/`` (a hand edit there is drift); ``("directory", "")`` when the manifest
+  directory itself, the private area or ``parked/`` was removed or moved (rescan and re-watch).
+- :class:`Hints`: thread-safe per-hint debounce table with a wake-up pipe the daemon's main loop
+  blocks on (``select``) together with signals (``signal.set_wakeup_fd``).
+- :class:`Watcher`: one watchdog ``Observer`` on the manifest directory (recursive, so that
+  ``.staticpodd/parked/`` is seen); re-created when the directory is replaced or recreated.
+"""
+
+from __future__ import annotations
+
+import errno
+import inspect
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .layout import PRIVATE_DIRNAME
+
+#: Event types that can mean new bytes, a new name, a gone name or a new mode/owner. Opens and
+#: close-without-write are ignored: the daemon's own reads must not wake it up.
+_INTERESTING = frozenset({"created", "modified", "deleted", "moved", "closed", "attrib"})
+
+
+class Hint(NamedTuple):
+    """What to look at: ``kind`` is ``"file"``, ``"parked"`` or ``"directory"``; ``name`` a file name."""
+
+    kind: str
+    name: str
+
+
+DIRECTORY = Hint("directory", "")
+
+
+def classify(
+    root: str, path: str, *, event_type: str = "modified", is_directory: bool = False
+) -> Hint | None:
+    """Map one event path to a Hint, or None when the kubelet and staticpodd do not care.
+
+    ``root``: the watched manifest directory; ``path``: the event's path. Dot-names at the top
+    are ignored (the kubelet ignores them too, KUBELET.md "Which files are pods"), except that
+    removing or moving ``.staticpodd`` or ``.staticpodd/parked`` is a DIRECTORY hint. Names
+    inside non-dot subdirectories are ignored (the kubelet does not recurse); the subdirectory
+    itself is a "file" hint (a directory finding).
+    """
+    if not path:
+        return None
+    if os.path.normpath(path) == os.path.normpath(root):
+        return DIRECTORY if event_type in ("deleted", "moved") else None
+    rel = os.path.relpath(path, root)
+    if rel.startswith(".." + os.sep) or rel == "..":
+        return None
+    parts = rel.split(os.sep)
+    if len(parts) == 1:
+        name = parts[0]
+        if not name.startswith("."):
+            return Hint("file", name)
+        if name == PRIVATE_DIRNAME and is_directory and event_type in ("deleted", "moved"):
+            return DIRECTORY
+        return None
+    if parts[0] != PRIVATE_DIRNAME or parts[1] != "parked":
+        return None
+    if len(parts) == 2:
+        return DIRECTORY if is_directory and event_type in ("deleted", "moved") else None
+    if len(parts) == 3 and not parts[2].startswith("."):
+        return Hint("parked", parts[2])
+    return None
+
+
+class Hints:
+    """Per-hint debounce table, filled by the watchdog thread, drained by the daemon's main loop.
+
+    A hint becomes due ``debounce`` seconds after its *last* event, but no later than
+    ``max_delay`` seconds after its *first* one (a file written continuously is still looked at).
+    ``fileno()`` is the read end of a non-blocking pipe that becomes readable when a new hint
+    arrives or :meth:`wake` is called; ``wakeup_fd`` is the write end (for ``signal.set_wakeup_fd``).
+    Times are ``time.monotonic()`` seconds.
+    """
+
+    def __init__(self, debounce: float, max_delay: float | None = None) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[Hint, tuple[float, float]] = {}  # hint -> (first, last)
+        self.debounce = 0.0
+        self.max_delay = 0.0
+        self.set_debounce(debounce, max_delay)
+        self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.events = 0  # interesting events seen (for status / tests)
+
+    def set_debounce(self, debounce: float, max_delay: float | None = None) -> None:
+        """Change the quiet time (seconds); ``max_delay`` defaults to max(1 s, 5 x debounce)."""
+        self.debounce = max(0.0, float(debounce))
+        self.max_delay = float(max_delay) if max_delay is not None else max(1.0, 5 * self.debounce)
+
+    def fileno(self) -> int:
+        """Read end of the wake-up pipe (select on it)."""
+        return self._r
+
+    @property
+    def wakeup_fd(self) -> int:
+        """Write end of the wake-up pipe (non-blocking)."""
+        return self._w
+
+    def add(self, hint: Hint, now: float | None = None) -> None:
+        """Record an event for ``hint`` (any thread). Wakes the main loop when the hint is new."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self.events += 1
+            prev = self._pending.get(hint)
+            self._pending[hint] = (prev[0] if prev else now, now)
+        if prev is None:
+            self.wake()
+
+    def wake(self) -> None:
+        """Make ``fileno()`` readable (any thread)."""
+        try:
+            os.write(self._w, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # pipe full: the loop is going to wake anyway
+
+    def drain(self) -> None:
+        """Empty the wake-up pipe (main loop, after select returned)."""
+        try:
+            while os.read(self._r, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _deadline(self, first: float, last: float) -> float:
+        return min(last + self.debounce, first + self.max_delay)
+
+    def next_deadline(self) -> float | None:
+        """Monotonic time at which the next pending hint becomes due, or None."""
+        with self._lock:
+            if not self._pending:
+                return None
+            return min(self._deadline(f, la) for f, la in self._pending.values())
+
+    def take_due(self, now: float | None = None) -> list[Hint]:
+        """Remove and return the hints that are due (sorted for a stable order)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            due = [h for h, (f, la) in self._pending.items() if self._deadline(f, la) <= now]
+            for h in due:
+                del self._pending[h]
+        return sorted(due)
+
+    def take_all(self) -> list[Hint]:
+        """Remove and return every pending hint (a full rescan covers them)."""
+        with self._lock:
+            out = sorted(self._pending)
+            self._pending.clear()
+        return out
+
+    def pending(self) -> int:
+        """Number of hints waiting for their debounce."""
+        with self._lock:
+            return len(self._pending)
+
+    def close(self) -> None:
+        """Close the pipe."""
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _event_filter() -> list[Any] | None:
+    """watchdog event classes to subscribe to (watchdog >= 4 filters in the kernel mask)."""
+    from watchdog import events as ev
+
+    names = [
+        "FileCreatedEvent", "DirCreatedEvent", "FileModifiedEvent", "DirModifiedEvent",
+        "FileDeletedEvent", "DirDeletedEvent", "FileMovedEvent", "DirMovedEvent",
+        "FileClosedEvent", "FileAttribEvent", "DirAttribEvent",
+    ]  # fmt: skip
+    return [getattr(ev, n) for n in names if hasattr(ev, n)]
+
+
+def dir_identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of a directory, or None when it is missing or not a directory."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    import stat as _stat
+
+    return (st.st_dev, st.st_ino) if _stat.S_ISDIR(st.st_mode) else None
+
+
+class Watcher:
+    """inotify watch (through watchdog's Observer) on one manifest directory, feeding :class:`Hints`.
+
+    :meth:`ensure` (call it on every loop) (re)creates the watch when the directory appeared,
+    was replaced (new ``st_dev``/``st_ino``), was recreated, or the watch died; it returns what
+    happened so the daemon can log it. Never raises for a missing directory.
+    """
+
+    def __init__(self, manifest_dir: Path, hints: Hints) -> None:
+        self.manifest_dir = Path(manifest_dir)
+        self.hints = hints
+        self.identity: tuple[int, int] | None = None
+        self.error: str | None = None
+        self._observer: Any = None
+        self._lost = threading.Event()  # set by the handler when the root went away
+        self.generation = 0  # how many times a watch was started
+
+    # -- watchdog side (observer thread) -------------------------------------------------------
+    def _on_event(self, event: Any) -> None:
+        etype = getattr(event, "event_type", "")
+        if etype not in _INTERESTING:
+            return
+        root = str(self.manifest_dir)
+        paths = [event.src_path]
+        if etype == "moved":
+            paths.append(getattr(event, "dest_path", ""))
+        for raw in paths:
+            path = os.fsdecode(raw) if raw else ""
+            hint = classify(root, path, event_type=etype, is_directory=bool(event.is_directory))
+            if hint is None:
+                continue
+            if hint == DIRECTORY and os.path.normpath(path) == os.path.normpath(root):
+                self._lost.set()
+            self.hints.add(hint)
+
+    # -- main-thread side -----------------------------------------------------------------------
+    def _alive(self) -> bool:
+        obs = self._observer
+        if obs is None or not obs.is_alive():
+            return False
+        try:
+            emitters = list(obs.emitters)
+        except Exception:  # watchdog internals; treat as alive
+            return True
+        return bool(emitters) and all(e.is_alive() for e in emitters)
+
+    def ensure(self) -> str | None:
+        """Start or re-create the watch when needed (main thread).
+
+        Returns None when nothing changed, else one of ``"started"`` (first watch),
+        ``"replaced"`` (the path now names a different directory), ``"recreated"`` (the watch
+        died or the directory was removed and came back), ``"missing"`` (the directory is gone;
+        the watch is dropped until it comes back), ``"failed"`` (``self.error`` says why).
+        """
+        ident = dir_identity(self.manifest_dir)
+        lost = self._lost.is_set()
+        if ident is None:
+            if self._observer is not None or self.identity is not None:
+                self._stop_observer()
+                self.identity = None
+                return "missing"
+            return None
+        if self._observer is not None and ident == self.identity and not lost and self._alive():
+            return None
+        if self._observer is None and self.error is not None and ident == self.identity:
+            return None  # failed before on this very directory; retried by reset_error()
+        if self._observer is None and self.identity is None and self.generation == 0:
+            what = "started"
+        elif self.identity is not None and ident != self.identity:
+            what = "replaced"
+        else:
+            what = "recreated"
+        self._stop_observer()
+        self._lost.clear()
+        if not self._start(ident):
+            return "failed"
+        return what
+
+    def reset_error(self) -> None:
+        """Forget a failed start so that the next :meth:`ensure` retries."""
+        self.error = None
+
+    def _start(self, ident: tuple[int, int]) -> bool:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        watcher = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:  # noqa: D401 - watchdog callback
+                watcher._on_event(event)
+
+        observer = Observer()
+        kwargs: dict[str, Any] = {"recursive": True}
+        if "event_filter" in inspect.signature(observer.schedule).parameters:
+            kwargs["event_filter"] = _event_filter()
+        try:
+            observer.schedule(_Handler(), str(self.manifest_dir), **kwargs)
+            observer.daemon = True
+            observer.start()
+        except OSError as exc:
+            self.error = f"cannot watch {self.manifest_dir}: {exc.strerror or exc}" + (
+                " (raise fs.inotify.max_user_watches)" if exc.errno == errno.ENOSPC else ""
+            )
+            self.identity = ident
+            try:
+                observer.stop()
+            except Exception:
+                pass
+            return False
+        self.error = None
+        self._observer = observer
+        self.identity = ident
+        self.generation += 1
+        return True
+
+    def _stop_observer(self) -> None:
+        obs, self._observer = self._observer, None
+        if obs is None:
+            return
+        try:
+            obs.stop()
+            obs.join(timeout=5)
+        except Exception:
+            pass
+
+    @property
+    def watching(self) -> bool:
+        """True while an inotify watch is in place."""
+        return self._observer is not None
+
+    def stop(self) -> None:
+        """Stop watching (main thread)."""
+        self._stop_observer()
