@@ -1,0 +1,725 @@
+"""staticpodctl: the command line over :mod:`staticpodd.engine`.
+
+One handler per verb. ``--json`` prints exactly one JSON object on one line of stdout
+(``format_version`` 1, ``command``, ``ok``, then the verb's fields, or ``error`` with a stable
+``code``); humans get short sentences and tables. Exit statuses are in :mod:`staticpodd.errors`
+and README "Exit codes".
+
+Import cost matters: ``park``, ``unpark``, ``status`` and ``history`` must not import jsonschema
+or watchdog (issue 2), so heavy modules are imported inside the handlers that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import __version__
+from .errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    InvalidManifest,
+    StaticpodError,
+    UsageError,
+)
+
+FORMAT_VERSION = 1
+PROG = "staticpodctl"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one JSON object when ``--json`` is on the line."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        if "--json" in sys.argv[1:]:
+            _emit_json({"format_version": FORMAT_VERSION, "command": None, "ok": False,
+                        "error": {"code": "usage", "message": message}})
+            sys.exit(EXIT_USAGE)
+        super().error(message)
+
+
+def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """Add the options every verb takes (and the top level too: ``staticpodctl --root R park x``
+    and ``staticpodctl park x --root R`` both work; verb-level copies default to SUPPRESS so they
+    never overwrite a top-level value). Options a verb's own parser already has are left alone."""
+    d: Any = argparse.SUPPRESS
+    g = p.add_argument_group("common options")
+
+    def add(*names: str, **kw: Any) -> None:
+        if any(n in p._option_string_actions for n in names):
+            return
+        if not top:
+            kw["default"] = d
+        g.add_argument(*names, **kw)
+
+    add("--root", metavar="DIR", default="/", help="take every default path under DIR (a sandbox; default /)")
+    add("--manifest-dir", metavar="DIR", default=None,
+        help="the kubelet's staticPodPath (default: from <root>/var/lib/kubelet/config.yaml, "
+        "else <root>/etc/kubernetes/manifests)")
+    add("--config", metavar="FILE", default=None,
+        help="staticpodd.yaml to read (default <root>/etc/staticpodd/staticpodd.yaml)")
+    add("--json", action="store_true", default=False,
+        help="print one JSON object on stdout (stable, format_version 1)")
+    add("--lock-timeout", metavar="SECONDS", type=float, default=None,
+        help="how long to wait for another staticpodctl/staticpodd (default: config, else 30)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full staticpodctl argument parser (also used to generate the man page)."""
+    parser = _Parser(
+        prog=PROG,
+        description="Version, validate, atomically swap and park the kubelet's static pod manifests.",
+        epilog="Exit codes: 0 ok, 1 failed or invalid, 2 usage, 3 unknown component/version, "
+        "4 conflict (already parked, live file exists, duplicate pod), 5 lock timeout, "
+        "6 --wait timed out, 78 bad configuration. apply --detailed-exitcode: 0 unchanged, 2 changed, 1 failed.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    _common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    def verb(name: str, help_: str, **kw: Any) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_, **kw)
+        _common(p, top=False)
+        return p
+
+    p = verb("status", "show every component: live, parked (who, why, until when), drift, daemon health")
+    p.set_defaults(handler=cmd_status)
+
+    p = verb("park", "take a component out of the kubelet's directory, keeping it (e.g. stop kube-scheduler)")
+    p.add_argument("component", help="component name (kube-scheduler) or file name")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--for", dest="for_", metavar="DURATION",
+                      help="restore it automatically after DURATION (90s, 30m, 2h; needs the daemon running)")
+    when.add_argument("--until", metavar="TIME", help="restore it at TIME (ISO 8601, e.g. 2026-11-30T06:00Z)")
+    p.add_argument("--reason", help="why (recorded and logged)")
+    _wait_args(p, "park")
+    p.set_defaults(handler=cmd_park)
+
+    p = verb("unpark", "put a parked component back at the same path, byte-identical")
+    p.add_argument("component")
+    p.add_argument("--reason")
+    _wait_args(p, "unpark")
+    p.set_defaults(handler=cmd_unpark)
+
+    p = verb("apply", "validate a manifest, record it, and swap it in atomically")
+    p.add_argument("file", help="the new manifest (any name; - for stdin, with --as)")
+    p.add_argument("--as", dest="as_", metavar="COMPONENT", help="the component it replaces (default: file stem)")
+    p.add_argument("--reason")
+    p.add_argument("--check", action="store_true", help="change nothing; say what would change")
+    p.add_argument("--diff", action="store_true", help="show the diff; alone it changes nothing, like --check")
+    p.add_argument("--detailed-exitcode", action="store_true",
+                   help="exit 0 unchanged, 2 changed, 1 failed (Puppet/Terraform convention)")
+    p.add_argument("--unpark", action="store_true", help="if the component is parked, unpark it too")
+    _wait_args(p, "apply")
+    p.set_defaults(handler=cmd_apply)
+
+    p = verb("edit", "edit a component in $VISUAL/$EDITOR on a staged copy; validated before the swap")
+    p.add_argument("component")
+    p.add_argument("--reason")
+    _wait_args(p, "edit")
+    p.set_defaults(handler=cmd_edit)
+
+    p = verb("history", "list the recorded versions of a component")
+    p.add_argument("component")
+    p.add_argument("-n", "--limit", type=int, help="only the newest N versions")
+    p.set_defaults(handler=cmd_history)
+
+    p = verb("show", "print a version's bytes (COMPONENT@N), or the current file (COMPONENT)")
+    p.add_argument("spec", metavar="COMPONENT[@N]")
+    p.set_defaults(handler=cmd_show)
+
+    p = verb("diff", "unified diff between versions A and B (default: newest version vs the current file)")
+    p.add_argument("component")
+    p.add_argument("a", nargs="?", type=int, help="version A (default: the newest)")
+    p.add_argument("b", nargs="?", type=int, help="version B (default: the current file)")
+    p.set_defaults(handler=cmd_diff)
+
+    p = verb("rollback", "put an earlier version back (recorded as a new version)")
+    p.add_argument("component")
+    p.add_argument("--to", type=int, metavar="N", help="version to restore (default: the one before the current)")
+    p.add_argument("--reason")
+    p.add_argument("--check", action="store_true", help="change nothing; say what would change")
+    _wait_args(p, "rollback")
+    p.set_defaults(handler=cmd_rollback)
+
+    p = verb("recover", "finish or undo operations interrupted by a crash (every changing verb does this first)")
+    p.set_defaults(handler=cmd_recover)
+
+    try:
+        from .validate.cli import add_validate_parser
+    except ImportError:  # pragma: no cover - the validator is part of the package
+        add_validate_parser = None
+    if add_validate_parser is not None:
+        p = add_validate_parser(sub)
+        _common(p, top=False)
+        p.set_defaults(handler=cmd_validate)
+
+    p = verb("doctor", "check the whole directory as the kubelet reads it, the store and the daemon")
+    p.set_defaults(handler=cmd_doctor)
+    return parser
+
+
+def _wait_args(p: argparse.ArgumentParser, verb: str) -> None:
+    try:
+        from .proof import add_wait_arguments
+    except ImportError:
+        return
+    add_wait_arguments(p, verb=verb)
+
+
+# -- output helpers -------------------------------------------------------------------------------
+
+
+def _emit_json(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj, sort_keys=False, separators=(",", ":"), default=str) + "\n")
+    sys.stdout.flush()
+
+
+class Out:
+    """Where a handler writes: human text, or one JSON object at the end."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.json = bool(getattr(args, "json", False))
+        self.command = getattr(args, "command", None)
+        self.body: dict[str, Any] = {}
+
+    def say(self, text: str = "") -> None:
+        if not self.json:
+            print(text)
+
+    def warn(self, text: str) -> None:
+        if not self.json:
+            print(text, file=sys.stderr)
+
+    def finish(self, ok: bool = True, **body: Any) -> None:
+        if self.json:
+            self.body.update(body)
+            _emit_json({"format_version": FORMAT_VERSION, "command": self.command, "ok": ok, **self.body})
+
+
+def _fmt_finding(f: Any) -> str:
+    loc = f.path
+    if f.line is not None:
+        loc += f":{f.line}"
+        if f.column is not None:
+            loc += f":{f.column}"
+    text = f"{loc}: {f.severity}[{f.code}]: {f.message}"
+    if f.field:
+        text += f" [{f.field}]"
+    if f.hint:
+        text += f"\n    hint: {f.hint}"
+    return text
+
+
+def _print_warnings(out: Out, warnings: list[Any]) -> None:
+    for w in warnings:
+        out.warn(_fmt_finding(w))
+
+
+def _ago(seconds: float) -> str:
+    s = int(max(0, seconds))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d"
+
+
+# -- building the engine ----------------------------------------------------------------------------
+
+
+def _layout(args: argparse.Namespace) -> Any:
+    from .layout import Layout
+
+    root = getattr(args, "root", None) or "/"
+    mdir = getattr(args, "manifest_dir", None)
+    if mdir is None and getattr(args, "config", None) is None:
+        return Layout.build(root)
+    if mdir is None:
+        cfg = _load_config(args, Layout.build(root))
+        mdir = getattr(cfg, "manifest_dir", None)
+        if mdir:
+            from .layout import under_root
+
+            return Layout.build(root, under_root(Layout.build(root).root, mdir))
+    return Layout.build(root, mdir)
+
+
+_config_cache: dict[str, Any] = {}
+
+
+def _load_config(args: argparse.Namespace, layout: Any) -> Any:
+    """The configuration, schema-checked. A config whose bytes were already checked is read
+    from a small JSON cache under /run/staticpodd keyed by its sha256, so the fast verbs do not
+    import YAML and JSON Schema on every run."""
+    key = f"{layout.root}|{getattr(args, 'config', None)}"
+    if key in _config_cache:
+        return _config_cache[key]
+    import hashlib
+
+    explicit = getattr(args, "config", None)
+    path = explicit if explicit else str(layout.config_path)
+    cache_path = layout.run_dir / "config-checked.json"
+    cfg = None
+    try:
+        with open(path, "rb") as fh:
+            digest = hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        digest = None
+    if digest is not None:
+        try:
+            cached = json.loads(cache_path.read_text(encoding="utf-8"))
+            if cached.get("digest") == digest and cached.get("path") == os.path.abspath(path):
+                from .config import Config
+
+                cfg = Config.from_dict(cached["config"], source=path, digest=digest)
+        except (OSError, ValueError, KeyError, TypeError):
+            cfg = None
+    if cfg is None:
+        from .config import load_config
+
+        cfg = load_config(layout, path=explicit)
+        if digest is not None:
+            try:
+                layout.run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+                tmp = cache_path.with_name(f".config-checked.{os.getpid()}")
+                tmp.write_text(json.dumps({"path": os.path.abspath(path), "digest": digest,
+                                           "config": cfg.to_dict()}), encoding="utf-8")
+                os.replace(tmp, cache_path)
+            except OSError:
+                pass
+    _config_cache[key] = cfg
+    return cfg
+
+
+def _engine(args: argparse.Namespace) -> Any:
+    from .engine import Actor, Engine
+    from .journal import Journal
+
+    layout = _layout(args)
+    loader: Callable[[], Any] = lambda: _load_config(args, layout)  # noqa: E731
+    lock_timeout = getattr(args, "lock_timeout", None)
+    if lock_timeout is None and (getattr(args, "config", None) or layout.config_path.exists()):
+        lock_timeout = getattr(loader(), "lock_timeout", None)
+    return Engine(layout, actor=Actor.current(), journal=Journal(PROG, str(layout.root)),
+                  config_loader=loader, lock_timeout=lock_timeout)
+
+
+# -- handlers -----------------------------------------------------------------------------------------
+
+
+def _heartbeat(layout: Any) -> dict[str, Any]:
+    """The daemon's health from its heartbeat file (written under /run/staticpodd every loop)."""
+    path = layout.heartbeat_path
+    try:
+        raw = path.read_text(encoding="utf-8")
+        st = path.stat()
+    except FileNotFoundError:
+        return {"running": False, "healthy": False, "detail": "not running (no heartbeat)"}
+    except OSError as exc:
+        return {"running": False, "healthy": False, "detail": f"heartbeat unreadable: {exc.strerror}"}
+    try:
+        hb = json.loads(raw)
+    except ValueError:
+        hb = {}
+    pid = hb.get("pid")
+    alive = False
+    if isinstance(pid, int):
+        try:
+            os.kill(pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+    age = time.time() - st.st_mtime
+    interval = hb.get("heartbeat_interval") or hb.get("rescan_interval") or 20
+    stale_after = max(3 * float(interval), 30.0)
+    healthy = alive and age <= stale_after and not hb.get("problems")
+    if not alive:
+        detail = f"not running (last heartbeat {_ago(age)} ago, pid {pid} gone)"
+    elif age > stale_after:
+        detail = f"running (pid {pid}) but STUCK: last heartbeat {_ago(age)} ago"
+    else:
+        detail = f"running (pid {pid}), heartbeat {_ago(age)} ago"
+        if hb.get("problems"):
+            detail += f", {len(hb['problems'])} problem(s)"
+    return {"running": alive, "healthy": healthy, "heartbeat_age": round(age, 1), "pid": pid,
+            "detail": detail, "summary": hb.get("summary"), "problems": hb.get("problems") or []}
+
+
+def cmd_status(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    st = eng.status()
+    daemon = _heartbeat(eng.layout)
+    now = time.time()
+    out.say(f"manifest directory: {st['manifest_dir']}")
+    out.say(f"daemon: {daemon['detail']}")
+    for prob in daemon.get("problems") or []:
+        out.say(f"  problem: {prob if isinstance(prob, str) else prob.get('message', prob)}")
+    if st["interrupted"]:
+        out.say(f"interrupted operations: {st['interrupted']} (run: staticpodctl recover)")
+    rows = st["components"]
+    if not rows:
+        out.say("no manifests")
+    else:
+        out.say(f"{'COMPONENT':<28} {'STATE':<7} {'VER':>4}  {'DIGEST':<12}  NOTE")
+        for r in rows:
+            notes = []
+            if r["stray"] and r["state"] == "live":
+                notes.append("STRAY: the kubelet runs this file too")
+            if r["drift"] and r["state"] != "missing":
+                notes.append("untracked: not recorded yet" if r["version"] is None else "drift: changed by someone else")
+            if r.get("park_broken"):
+                notes.append("PARK BROKEN: live again while parked")
+            p = r["parked"]
+            if p:
+                from datetime import datetime
+
+                since = datetime.strptime(p["since"], "%Y-%m-%dT%H:%M:%SZ").timestamp() - time.timezone
+                text = f"parked {_ago(now - since)} ago by {p['actor']}"
+                if p["until"]:
+                    until = datetime.strptime(p["until"], "%Y-%m-%dT%H:%M:%SZ").timestamp() - time.timezone
+                    left = until - now
+                    text += f", until {p['until']} (" + (f"{_ago(left)} left" if left > 0 else "OVERDUE") + ")"
+                if p["reason"]:
+                    text += f": {p['reason']}"
+                if r["state"] == "missing":
+                    text = "PARKED COPY MISSING; " + text
+                notes.append(text)
+            ver = "-" if r["version"] is None else str(r["version"])
+            digest = (r["digest"] or "-")[:12]
+            out.say(f"{r['component']:<28} {r['state']:<7} {ver:>4}  {digest:<12}  {'; '.join(notes)}")
+    out.finish(True, **st, daemon=daemon)
+    return EXIT_OK
+
+
+def _parse_until(args: argparse.Namespace) -> float | None:
+    from .engine import parse_duration
+
+    if getattr(args, "for_", None):
+        return time.time() + parse_duration(args.for_)
+    if getattr(args, "until", None):
+        from datetime import datetime, timezone
+
+        text = args.until.strip().replace("Z", "+00:00").replace("z", "+00:00")
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise UsageError(f"cannot read time {args.until!r}", hint="use ISO 8601, e.g. 2026-11-30T06:00Z") from None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        ts = dt.timestamp()
+        if ts <= time.time():
+            raise UsageError(f"--until {args.until} is in the past")
+        return ts
+    return None
+
+
+def _result_out(out: Out, res: Any, *, show_diff: bool = False) -> None:
+    out.say(res.msg)
+    _print_warnings(out, res.warnings)
+    if show_diff and res.diff:
+        out.say(res.diff.rstrip("\n"))
+    out.body.update(res.to_dict())
+    out.body["comment"] = res.msg  # Salt's stateful cmd.run reads changed/comment from the last line
+
+
+def _wait(args: argparse.Namespace, out: Out, eng: Any, verb: str, res: Any, **kw: Any) -> int:
+    """Run the --wait proof when asked (issue 7); returns an exit status (0 when not asked)."""
+    if getattr(args, "wait", None) is None:
+        return EXIT_OK
+    from .proof import run_wait
+
+    return int(run_wait(args, out, eng, verb, res, **kw))
+
+
+def cmd_park(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    until = _parse_until(args)
+    before = _pre_wait(args, eng, "park")
+    res = eng.park(args.component, until=until, reason=args.reason)
+    _result_out(out, res)
+    if until is not None:
+        out.say(f"  until {res.park.to_dict()['until']}: the daemon (staticpodd) unparks it then")
+        if not _heartbeat(eng.layout)["running"]:
+            out.warn(f"{PROG}: warning: staticpodd is not running; nothing unparks {res.component} until it starts")
+    out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {res.component}")
+    rc = _wait(args, out, eng, "park", res, before=before)
+    out.finish(rc == EXIT_OK)
+    return rc
+
+
+def _pre_wait(args: argparse.Namespace, eng: Any, verb: str) -> Any:
+    if getattr(args, "wait", None) is None and verb != "park":
+        return None
+    try:
+        from .proof import before_operation
+    except ImportError:
+        return None
+    return before_operation(args, eng, verb)
+
+
+def cmd_unpark(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    before = _pre_wait(args, eng, "unpark")
+    res = eng.unpark(args.component, reason=args.reason)
+    _result_out(out, res)
+    rc = _wait(args, out, eng, "unpark", res, before=before)
+    out.finish(rc == EXIT_OK)
+    return rc
+
+
+def _read_source(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}", path=path) from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; apply takes one manifest file", path=path) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}", path=path) from None
+
+
+def cmd_apply(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    data = _read_source(args.file)
+    if args.file == "-" and not args.as_:
+        raise UsageError("apply - (stdin) needs --as COMPONENT")
+    dry = args.check or args.diff
+    before = _pre_wait(args, eng, "apply") if not dry else None
+    res = eng.apply(data, source=args.file, component=args.as_, reason=args.reason, check=dry,
+                    unpark=args.unpark)
+    _result_out(out, res, show_diff=args.diff or (args.check and not out.json))
+    if res.check and res.changed:
+        out.say("  (check mode: nothing was changed)")
+    rc = EXIT_OK
+    if not dry and res.changed:
+        rc = _wait(args, out, eng, "apply", res, before=before)
+    out.finish(rc == EXIT_OK)
+    if rc != EXIT_OK:
+        return rc
+    if args.detailed_exitcode and res.changed:
+        return 2
+    return EXIT_OK
+
+
+def cmd_rollback(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    before = _pre_wait(args, eng, "rollback") if not args.check else None
+    res = eng.rollback(args.component, to=args.to, reason=args.reason, check=args.check)
+    _result_out(out, res, show_diff=args.check)
+    rc = EXIT_OK
+    if not args.check and res.changed:
+        rc = _wait(args, out, eng, "rollback", res, before=before)
+    out.finish(rc == EXIT_OK)
+    return rc
+
+
+def cmd_edit(args: argparse.Namespace, out: Out) -> int:
+    import shlex
+    import shutil
+    import subprocess
+    import tempfile
+
+    from .store import digest_of
+
+    eng = _engine(args)
+    target, data, loc = eng.current_bytes(args.component)
+    base = digest_of(data)
+    edit_root = eng.layout.run_dir / "edit"
+    edit_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix=f"{target.component}-", dir=edit_root)
+    path = os.path.join(workdir, target.file_name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+        fh.write(data)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    interactive = sys.stdin.isatty() and not out.json
+    while True:
+        rc = subprocess.call([*shlex.split(editor), path])
+        if rc != 0:
+            out.warn(f"{PROG}: editor {editor!r} exited with status {rc}; nothing changed (your copy: {path})")
+            out.finish(False, error={"code": "editor-failed", "message": f"editor exited with status {rc}",
+                                     "path": path})
+            return EXIT_FAILURE
+        with open(path, "rb") as fh:
+            new = fh.read()
+        if new == data:
+            shutil.rmtree(workdir, ignore_errors=True)
+            out.say(f"{target.component}: no changes")
+            out.finish(True, changed=False, component=target.component, msg="no changes")
+            return EXIT_OK
+        try:
+            res = eng.apply(new, source=path, component=target.file_name, reason=args.reason, action="edit",
+                            expect_digest=base)
+        except InvalidManifest as exc:
+            for f in exc.findings:
+                if f.severity == "error":
+                    out.warn(_fmt_finding(f))
+            if not interactive:
+                out.warn(f"{PROG}: {target.file_name} not changed; your edit is kept at {path}")
+                raise
+            answer = input("What now? (e)dit again, e(x)it without saving [e]: ").strip().lower()
+            if answer.startswith("x"):
+                out.warn(f"{PROG}: nothing changed; your edit is kept at {path}")
+                return EXIT_FAILURE
+            continue
+        except StaticpodError:
+            out.warn(f"{PROG}: {target.file_name} not changed; your edit is kept at {path}")
+            raise
+        shutil.rmtree(workdir, ignore_errors=True)
+        _result_out(out, res)
+        rc = _wait(args, out, eng, "edit", res, before=None)
+        out.finish(rc == EXIT_OK)
+        return rc
+
+
+def cmd_history(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    comp, versions = eng.history(args.component, limit=args.limit)
+    current = None
+    try:
+        from .store import digest_of
+
+        _, data, loc = eng.current_bytes(comp)
+        current = digest_of(data)
+    except StaticpodError:
+        loc = "no file"
+    if not versions:
+        out.say(f"{comp}: no recorded versions yet")
+    else:
+        out.say(f"{comp} ({versions[-1].file_name}, {loc})")
+        out.say(f"  {'VER':>4}  {'WHEN (UTC)':<20} {'ACTION':<9} {'ACTOR':<18} {'DIGEST':<12}  REASON")
+        for v in versions:
+            mark = "*" if v.digest == current and v is versions[-1] else " "
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(v.created_at))
+            actor = v.actor + (f" ({v.actor_via})" if v.actor_via else "")
+            out.say(f"{mark} {v.seq:>4}  {when:<20} {v.action:<9} {actor:<18} {v.digest[:12]:<12}  {v.reason or ''}")
+        if current is not None and versions[-1].digest != current:
+            out.say(f"  the current file ({current[:12]}) differs from the newest version: drift, not recorded yet")
+    out.finish(True, component=comp, current_digest=current, versions=[v.to_dict() for v in versions])
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    version, data, label = eng.show(args.spec)
+    if out.json:
+        try:
+            text, enc = data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            import base64
+
+            text, enc = base64.b64encode(data).decode(), "base64"
+        out.finish(True, label=label, version=version.to_dict() if version else None, encoding=enc, content=text)
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    text = eng.diff(args.component, args.a, args.b)
+    if out.json:
+        out.finish(True, component=args.component, a=args.a, b=args.b, diff={"text": text}, same=not text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_recover(args: argparse.Namespace, out: Out) -> int:
+    eng = _engine(args)
+    with eng.locked():  # locked() runs recover() on first acquisition
+        results = eng.last_recovery
+    if not results:
+        out.say("nothing to recover")
+    for r in results:
+        out.say(f"{r['op']} of {r['file_name']}: {r['outcome']}")
+    out.finish(True, recovered=results)
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace, out: Out) -> int:
+    from .validate.cli import run_validate
+
+    return int(run_validate(args, sys.stdout))
+
+
+def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
+    from .validate import has_errors, validate_directory
+
+    eng = _engine(args)
+    findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
+    st = eng.status()
+    daemon = _heartbeat(eng.layout)
+    problems = 0
+    for f in findings:
+        out.say(_fmt_finding(f))
+    problems += sum(1 for f in findings if f.severity == "error")
+    if st["interrupted"]:
+        out.say(f"interrupted operations: {st['interrupted']} (run: {PROG} recover)")
+        problems += 1
+    out.say(f"daemon: {daemon['detail']}")
+    integrity = "ok"
+    if eng.layout.db_path.exists():
+        integrity = eng.store._db.execute("PRAGMA integrity_check").fetchone()[0]
+    out.say(f"version store: {integrity}")
+    if integrity != "ok":
+        problems += 1
+    ok = problems == 0 and not has_errors(findings)
+    out.say("no problems found" if ok else f"{problems} problem(s) found")
+    out.finish(ok, findings=[f.to_dict() for f in findings], daemon=daemon, store=integrity,
+               interrupted=st["interrupted"])
+    return EXIT_OK if ok else EXIT_FAILURE
+
+
+# -- entry point ------------------------------------------------------------------------------------
+
+
+def _report_error(out: Out, exc: StaticpodError) -> None:
+    if out.json:
+        out.finish(False, error=exc.to_dict())
+        return
+    if isinstance(exc, InvalidManifest) and exc.findings:
+        for f in exc.findings:
+            print(_fmt_finding(f), file=sys.stderr)
+        print(f"{PROG}: {exc.message}; nothing was changed", file=sys.stderr)
+        return
+    print(f"{PROG}: error: {exc}", file=sys.stderr)
+    if exc.hint:
+        print(f"  hint: {exc.hint}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run staticpodctl; returns the exit status (see README "Exit codes")."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Out(args)
+    try:
+        return int(args.handler(args, out))
+    except StaticpodError as exc:
+        _report_error(out, exc)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

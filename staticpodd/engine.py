@@ -1,0 +1,1170 @@
+"""The verbs: apply, edit, park, unpark, rollback, status, history, show, diff, scan, recover.
+
+The engine decides; :mod:`staticpodd.fsops` is the only writer; the store records. Every verb
+that changes something runs under the one flock (:mod:`staticpodd.lock`), first finishes or
+undoes interrupted operations (:meth:`Engine.recover`), then records drift (live bytes that
+differ from what was last recorded, written by someone else) before it changes anything, so
+nothing anyone wrote is ever lost.
+
+Kubelet rules served here (KUBELET.md): only live manifests under non-dot names; rename into
+place after fsync; park/unpark are renames on the same mount and keep the exact file path (it is
+part of the pod UID); no-op writes are never made; an invalid manifest never enters the
+directory; two files defining the same pod are refused (the lexically last one would win).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import pwd
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import fsops
+from .errors import (
+    AlreadyParked,
+    Conflict,
+    FsError,
+    InvalidManifest,
+    LiveFileExists,
+    NotParked,
+    UnknownComponent,
+    UsageError,
+)
+from .journal import ERR, INFO, NOTICE, WARNING, Event, Journal
+from .layout import MANIFEST_SUFFIXES, PRIVATE_DIRNAME, Layout, component_of
+from .lock import DEFAULT_TIMEOUT, FileLock, default_notify
+from .store import Observed, ParkRecord, Version, VersionStore, digest_of, iso
+
+EXTERNAL = "external"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts: the invoking user (``SUDO_USER`` through sudo), the daemon, or ``external``."""
+
+    name: str
+    uid: int
+    via: str | None = None
+
+    @classmethod
+    def current(cls) -> Actor:
+        """The user running this process; through sudo, the user who ran sudo (``via="sudo"``)."""
+        uid = os.getuid()
+        try:
+            me = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            me = str(uid)
+        sudo_user = os.environ.get("SUDO_USER")
+        if uid == 0 and sudo_user and sudo_user != "root":
+            return cls(sudo_user, uid, "sudo")
+        return cls(me, uid, None)
+
+    @classmethod
+    def daemon(cls) -> Actor:
+        """The staticpodd daemon acting on its own (restores, expired parks, quarantine)."""
+        return cls("staticpodd", os.getuid(), None)
+
+    def __str__(self) -> str:
+        return f"{self.name} (via {self.via})" if self.via else self.name
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved component: its file name and where its file is now."""
+
+    component: str
+    file_name: str
+    live: bool
+    parked: bool
+
+    @property
+    def location(self) -> str | None:
+        """``live``, ``parked`` or None (recorded only)."""
+        return "live" if self.live else "parked" if self.parked else None
+
+
+@dataclass
+class Change:
+    """One external change found by :meth:`Engine.scan`.
+
+    ``kind``: created, modified, removed, moved-in, moved-out, mode-changed, parked-copy-edited,
+    parked-copy-removed, park-broken, unparked-by-hand. ``version`` is the recorded seq when new
+    bytes were recorded. ``valid`` / ``findings`` are set for live bytes when scanning with
+    ``validate=True``.
+    """
+
+    component: str
+    file_name: str
+    location: str
+    kind: str
+    digest: str | None = None
+    version: int | None = None
+    valid: bool | None = None
+    findings: list[Any] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "file_name": self.file_name,
+            "location": self.location,
+            "kind": self.kind,
+            "digest": self.digest,
+            "version": self.version,
+            "valid": self.valid,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass
+class Result:
+    """What a changing verb did (or, with ``check``, would do). ``to_dict`` is the --json body."""
+
+    action: str
+    component: str
+    file_name: str
+    changed: bool
+    msg: str
+    location: str | None = None
+    version: Version | None = None
+    previous_digest: str | None = None
+    digest: str | None = None
+    diff: str | None = None
+    warnings: list[Any] = field(default_factory=list)
+    park: ParkRecord | None = None
+    check: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "action": self.action,
+            "component": self.component,
+            "file_name": self.file_name,
+            "changed": self.changed,
+            "check": self.check,
+            "msg": self.msg,
+            "location": self.location,
+            "version": self.version.seq if self.version else None,
+            "digest": self.digest,
+            "previous_digest": self.previous_digest,
+            "diff": {"text": self.diff} if self.diff is not None else None,
+            "warnings": [w.to_dict() for w in self.warnings],
+            "park": self.park.to_dict() if self.park else None,
+        }
+        out.update(self.extra)
+        return out
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``30m``, ``2h``, ``1h30m``, ``1d``, or plain seconds -> seconds. Raises UsageError."""
+    import re
+
+    t = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", t)
+    if not parts or "".join(n + u for n, u in parts) != t:
+        raise UsageError(f"cannot read duration {text!r}", hint="use e.g. 90s, 30m, 2h, 1h30m or 1d")
+    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def unified_diff(a: bytes | None, b: bytes | None, label_a: str, label_b: str) -> str:
+    """Unified diff (difflib) of two manifests; non-UTF-8 bytes are shown with replacement chars."""
+    la = (a or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lb = (b or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(la, lb, fromfile=label_a, tofile=label_b))
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+class Engine:
+    """The verbs over one :class:`~staticpodd.layout.Layout`.
+
+    ``config`` is the loaded daemon/CLI configuration (attribute access) or None for defaults;
+    ``config_loader`` loads it lazily instead (fast verbs never pay for it).
+    """
+
+    def __init__(
+        self,
+        layout: Layout,
+        *,
+        actor: Actor,
+        journal: Journal,
+        config: Any = None,
+        config_loader: Callable[[], Any] | None = None,
+        lock_timeout: float | None = None,
+        notify: Any = None,
+    ) -> None:
+        self.layout = layout
+        self.actor = actor
+        self.journal = journal
+        self._config = config
+        self._config_loader = config_loader
+        self._lock_timeout = lock_timeout
+        self._notify = notify if notify is not None else default_notify()
+        self._store: VersionStore | None = None
+        self._lock = FileLock(layout.lock_path, description=f"{journal.identifier} by {actor}")
+        self._recovered = False
+        #: What the last :meth:`recover` did (one dict per interrupted operation).
+        self.last_recovery: list[dict[str, Any]] = []
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Any:
+        """The configuration (loaded on first use), or None when there is none."""
+        if self._config is None and self._config_loader is not None:
+            self._config = self._config_loader()
+            self._config_loader = None
+        return self._config
+
+    def _cfg(self, name: str, default: Any) -> Any:
+        cfg = self.config
+        value = getattr(cfg, name, None) if cfg is not None else None
+        return default if value is None else value
+
+    @property
+    def store(self) -> VersionStore:
+        """The version store (opened on first use)."""
+        if self._store is None:
+            self._store = VersionStore(self.layout.db_path)
+        return self._store
+
+    def close(self) -> None:
+        """Close the store."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the staticpodd flock (re-entrant). On first acquisition, run :meth:`recover`.
+
+        Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
+        ``lock_timeout``, default 30).
+        """
+        timeout = self._lock_timeout
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        self._lock.acquire(timeout, self._notify)
+        try:
+            if not self._recovered:
+                self._recovered = True
+                self.recover()
+            yield
+        finally:
+            self._lock.release()
+
+    def _log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+        fields.setdefault("actor", str(self.actor))
+        self.journal.log(event, message, priority=priority, **fields)
+
+    # -- resolving names ----------------------------------------------------------------------
+
+    def _dir_names(self, directory: Path) -> list[str]:
+        try:
+            return sorted(e for e in os.listdir(directory) if not e.startswith("."))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            return []
+
+    def live_names(self) -> list[str]:
+        """Non-dot entries of the manifest directory that are files (or links to files): what the
+        kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist."""
+        out = []
+        for name in self._dir_names(self.layout.manifest_dir):
+            p = self.layout.manifest_dir / name
+            if p.is_file():
+                out.append(name)
+        return out
+
+    def parked_names(self) -> list[str]:
+        """File names of the parked copies."""
+        return [n for n in self._dir_names(self.layout.parked_dir) if (self.layout.parked_dir / n).is_file()]
+
+    def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
+        """Find a component by name (``kube-scheduler``) or file name (``kube-scheduler.yaml``).
+
+        Looks at live files, then parked copies, then the store. Raises UnknownComponent, or
+        Conflict when a stem matches several live files (``x.yaml`` and ``x.json``).
+        """
+        if "/" in name:
+            p = Path(os.path.abspath(name))
+            if p.parent in (self.layout.manifest_dir, self.layout.parked_dir):
+                name = p.name
+            else:
+                raise UsageError(
+                    f"{name!r} is not a component name",
+                    hint="name a component by its file stem (kube-scheduler) or file name; "
+                    "to install a file from elsewhere use: staticpodctl apply FILE",
+                )
+        if name.startswith("."):
+            raise UsageError(f"{name!r}: dot-names are never read by the kubelet and are not components")
+        live = self.live_names()
+        parked = self.parked_names()
+        for pool, is_live in ((live, True), (parked, False)):
+            if name in pool:
+                other = name in (parked if is_live else live)
+                return Target(component_of(name), name, True if is_live else other, other if is_live else True)
+        matches = sorted({n for n in live + parked if component_of(n) == name})
+        if len(matches) > 1:
+            raise Conflict(
+                f"component {name!r} matches several files: {', '.join(matches)}",
+                hint="name the file instead (e.g. " + matches[0] + ")",
+            )
+        if matches:
+            fn = matches[0]
+            return Target(name, fn, fn in live, fn in parked)
+        if allow_recorded:
+            head = self.store.head(name) if self.layout.db_path.exists() else None
+            if head is None and self.layout.db_path.exists():
+                head = self.store.head(component_of(name))
+            if head is not None:
+                return Target(head.component, head.file_name, False, False)
+        known = sorted({component_of(n) for n in live + parked})
+        raise UnknownComponent(
+            f"no component {name!r} in {self.layout.manifest_dir}",
+            hint=("known components: " + ", ".join(known)) if known else "the manifest directory is empty",
+        )
+
+    def _state_at(self, location: str, file_name: str) -> fsops.FileState | None:
+        base = self.layout.manifest_dir if location == "live" else self.layout.parked_dir
+        return fsops.read_state(base / file_name)
+
+    def _path(self, location: str, file_name: str) -> Path:
+        return (self.layout.manifest_dir if location == "live" else self.layout.parked_dir) / file_name
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def validate_options(self) -> Any:
+        """``staticpodd.validate.Options`` built from the configuration."""
+        from .validate import Options
+
+        kw: dict[str, Any] = {}
+        cfg = self.config
+        if cfg is not None:
+            for src, dst in (
+                ("kubernetes_version", "kubernetes_version"),
+                ("max_manifest_bytes", "max_bytes"),
+                ("node_name", "node_name"),
+            ):
+                value = getattr(cfg, src, None)
+                if value is not None:
+                    kw[dst] = value
+            cap = getattr(cfg, "node_capacity", None)
+            if cap is not None:
+                for src, dst in (("cpu_millis", "cpu_capacity_millis"), ("memory_bytes", "memory_capacity_bytes")):
+                    value = getattr(cap, src, None) if not isinstance(cap, dict) else cap.get(src)
+                    if value is not None:
+                        kw[dst] = value
+        return Options(**kw)
+
+    def gate(self, data: bytes, display_path: str, *, component: str | None = None) -> tuple[Any, list[Any]]:
+        """Run the validation gate (``staticpodd.validate.gate``) and cache the verdict.
+
+        Returns ``(manifest, warnings)``. Raises InvalidManifest (nothing changed), after logging
+        REFUSED_INVALID.
+        """
+        from .validate import VALIDATOR_ID, gate
+
+        digest = digest_of(data)
+        try:
+            manifest, warnings = gate(data, display_path, self.validate_options())
+        except InvalidManifest as exc:
+            self.store.set_verdict(digest, VALIDATOR_ID, False)
+            self._log(
+                Event.REFUSED_INVALID,
+                f"refused {display_path}: {exc.message}",
+                priority=WARNING,
+                component=component,
+                digest=digest,
+                file=display_path,
+                line=exc.line,
+                field_path=exc.field,
+                code=exc.findings[0].code if exc.findings else None,
+            )
+            raise
+        self.store.set_verdict(digest, VALIDATOR_ID, True)
+        return manifest, warnings
+
+    def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
+        """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
+        names across files": the lexically last file wins, the other never takes effect)."""
+        from .manifest import pod_identity
+
+        others = []
+        for other in self.live_names():
+            if other == file_name:
+                continue
+            st = self._state_at("live", other)
+            if st is not None and pod_identity(st.data) == (namespace, name):
+                others.append(other)
+        if others:
+            winner = sorted(others + [file_name])[-1]
+            raise Conflict(
+                f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
+                f"the kubelet runs only the lexically last file ({winner})",
+                path=str(self.layout.manifest_dir / others[0]),
+                hint="remove or park the other file first (staticpodctl park " + others[0] + ")",
+            )
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def _hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
+               version: int | None = None, digest: str | None = None) -> None:
+        if not (self.layout.hooks_dir / f"{phase}-{verb}.d").is_dir():
+            return
+        from .hooks import hook_env, run_hooks
+
+        env = hook_env(self.layout, component=component, file_name=file_name, version=version, digest=digest,
+                       actor=str(self.actor), reason=reason)
+        timeout = self._cfg("hooks", None)
+        timeout = getattr(timeout, "timeout", None) if timeout is not None else None
+        run_hooks(self.layout, phase, verb, env, timeout=float(timeout or 30), journal=self.journal)
+
+    # -- drift / scan ---------------------------------------------------------------------------
+
+    def scan(self, names: Iterable[str] | None = None, *, validate: bool = False) -> list[Change]:
+        """Compare the directory (live files and parked copies) with the last observed state and
+        record every difference as the work of someone else (actor ``external``).
+
+        ``names``: file names to look at (default: everything). New bytes become versions
+        (action ``external``); removals, moves and mode changes become events. With ``validate``,
+        new live bytes are run through the gate and the verdict is returned in each Change.
+        Caller must hold the lock (``with engine.locked()``). Returns the changes, in file order.
+        """
+        store = self.store
+        observed = store.observed()
+        live = self.live_names()
+        parked = self.parked_names()
+        wanted = None if names is None else set(names)
+        keys: dict[str, tuple[str, str]] = {}
+        for loc, pool in (("live", live), ("parked", parked)):
+            for fn in pool:
+                keys[f"{loc}/{fn}"] = (loc, fn)
+        for key, obs in observed.items():
+            keys.setdefault(key, (obs.location, obs.file_name))
+        # A fresh store adopts what is there: recorded like any other change, logged at info.
+        adopting = not observed and not store.components()
+        changes: list[Change] = []
+        actual: dict[str, fsops.FileState | None] = {}
+        for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
+            if wanted is not None and fn not in wanted:
+                continue
+            try:
+                actual[key] = self._state_at(loc, fn)
+            except FsError:
+                actual[key] = None
+        for key, st in actual.items():
+            loc, fn = keys[key]
+            comp = component_of(fn)
+            obs = observed.get(key)
+            other_loc = "parked" if loc == "live" else "live"
+            other_key = f"{other_loc}/{fn}"
+            if st is not None:
+                digest = digest_of(st.data)
+                if obs is not None and obs.digest == digest:
+                    if (obs.mode, obs.uid, obs.gid) != (st.mode, st.uid, st.gid):
+                        store.record_event(
+                            "mode-changed", component=comp, file_name=fn, actor=EXTERNAL,
+                            details={"location": loc, "before": _mode_dict(obs), "after": _mode_dict(st)},
+                        )
+                        self._set_observed(comp, fn, loc, digest, st)
+                        changes.append(Change(comp, fn, loc, "mode-changed", digest))
+                    continue
+                head = store.head(comp)
+                moved_from = observed.get(other_key)
+                if obs is None and moved_from is not None and moved_from.digest == digest and actual.get(
+                    other_key, "absent"
+                ) is None:
+                    kind = "moved-in" if loc == "live" else "moved-out"
+                elif obs is None:
+                    kind = "created"
+                else:
+                    kind = "modified" if loc == "live" else "parked-copy-edited"
+                park = store.park_of(comp)
+                if loc == "live" and park is not None:
+                    parked_st = actual.get(other_key) if other_key in actual else self._state_at("parked", fn)
+                    if parked_st is not None:
+                        kind = "park-broken"
+                    else:
+                        kind = "unparked-by-hand"
+                        store.clear_park(comp)
+                if adopting:
+                    kind = "adopted"
+                version = None
+                if head is None or head.digest != digest:
+                    version = store.record(
+                        comp, fn, st.data, action="external", actor=EXTERNAL, reason=f"found {kind}",
+                        mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
+                    ).seq
+                else:
+                    store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
+                                       details={"location": loc, "digest": digest})
+                self._set_observed(comp, fn, loc, digest, st)
+                ch = Change(comp, fn, loc, kind, digest, version)
+                if validate and loc == "live":
+                    ch.valid, ch.findings = self._verdict(st.data, str(self.layout.manifest_dir / fn), comp)
+                changes.append(ch)
+                if adopting:
+                    self._log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
+                              component=comp, file_name=fn, version=version, digest=digest, kind=kind,
+                              location=loc, actor=EXTERNAL)
+                else:
+                    self._log(
+                        Event.DRIFT_RECORDED,
+                        f"{fn}: {kind} by someone else" + (f", recorded as version {version}" if version else ""),
+                        priority=WARNING, component=comp, file_name=fn, version=version, digest=digest,
+                        kind=kind, location=loc, actor=EXTERNAL,
+                    )
+            elif obs is not None:
+                moved = actual.get(other_key)
+                if moved is not None and digest_of(moved.data) == obs.digest:
+                    store.clear_observed(key)
+                    continue  # reported as moved-in/moved-out at the other location
+                kind = "removed" if loc == "live" else "parked-copy-removed"
+                park = store.park_of(comp)
+                if loc == "parked" and park is not None:
+                    store.clear_park(comp)
+                store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
+                                   details={"location": loc, "digest": obs.digest})
+                store.clear_observed(key)
+                changes.append(Change(comp, fn, loc, kind, obs.digest))
+                self._log(
+                    Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
+                    component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
+                )
+        return changes
+
+    def _verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
+        from .validate import has_errors, validate_bytes
+
+        findings = validate_bytes(data, path, self.validate_options())
+        return (not has_errors(findings)), findings
+
+    def _set_observed(self, comp: str, fn: str, loc: str, digest: str, st: Any) -> None:
+        self.store.set_observed(Observed(comp, fn, loc, digest, st.mode, st.uid, st.gid))
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def recover(self) -> list[dict[str, Any]]:
+        """Finish or undo operations interrupted by a crash, then sweep stale staging files.
+
+        Runs under the lock (``locked()`` calls it). For each recorded intent: when the rename
+        happened, the result is recorded (finished); otherwise its staging file is removed and the
+        directory is left as it was (undone). Returns one dict per intent:
+        ``{"op", "component", "file_name", "outcome": "finished"|"undone"}``.
+        """
+        if not self.layout.db_path.exists():
+            fsops.sweep_staging(self.layout, keep=set())
+            return []
+        out: list[dict[str, Any]] = []
+        for intent in self.store.intents():
+            p = intent.payload
+            fn = p["file_name"]
+            outcome = "undone"
+            if intent.op == "swap":
+                dst_loc = p["location"]
+                cur = self._state_at(dst_loc, fn)
+                if cur is not None and digest_of(cur.data) == p["new_digest"]:
+                    with self.store.transaction():
+                        self._record_swap(intent.component, fn, dst_loc, cur.data, cur, p)
+                        self.store.end_intent(intent.id)
+                    outcome = "finished"
+                else:
+                    fsops.remove(Path(p["staged"]))
+                    self.store.end_intent(intent.id)
+            elif intent.op in ("park", "unpark"):
+                src_loc, dst_loc = ("live", "parked") if intent.op == "park" else ("parked", "live")
+                src = self._state_at(src_loc, fn)
+                dst = self._state_at(dst_loc, fn)
+                if src is not None and dst is not None and src.ino == dst.ino:
+                    # link() done, unlink() not: for park undo (drop the parked link), for unpark
+                    # finish (the kubelet may already run the live file).
+                    if intent.op == "park":
+                        fsops.remove(self._path(dst_loc, fn))
+                        dst = None
+                    else:
+                        fsops.remove(self._path(src_loc, fn))
+                        src = None
+                if dst is not None and src is None and digest_of(dst.data) == p["digest"]:
+                    with self.store.transaction():
+                        if intent.op == "park":
+                            self._record_park(intent.component, fn, dst, p)
+                        else:
+                            self._record_unpark(intent.component, fn, dst, p)
+                        self.store.end_intent(intent.id)
+                    outcome = "finished"
+                else:
+                    self.store.end_intent(intent.id)
+            else:
+                self.store.end_intent(intent.id)
+            out.append({"op": intent.op, "component": intent.component, "file_name": fn, "outcome": outcome})
+            self._log(
+                Event.RECOVERED,
+                f"interrupted {intent.op} of {fn} (pid {intent.pid}) {outcome}",
+                priority=NOTICE, component=intent.component, file_name=fn, op=intent.op, outcome=outcome,
+            )
+        swept = fsops.sweep_staging(self.layout, keep=set()) if self.layout.staging_dir.is_dir() else []
+        if swept:
+            self._log(
+                Event.STAGING_SWEPT, f"removed {len(swept)} stale staging file(s)", priority=NOTICE,
+                count=len(swept),
+            )
+        self.last_recovery = out
+        return out
+
+    # -- recording helpers (each runs inside the caller's transaction) ----------------------------
+
+    def _record_swap(self, comp: str, fn: str, loc: str, data: bytes, st: Any, p: dict[str, Any]) -> Version:
+        v = self.store.record(
+            comp, fn, data, action=p["action"], actor=p["actor"], actor_via=p.get("actor_via"),
+            reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
+        )
+        self._set_observed(comp, fn, loc, v.digest, st)
+        return v
+
+    def _record_park(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> tuple[Version, ParkRecord]:
+        v = self.store.record(
+            comp, fn, st.data, action="park", actor=p["actor"], actor_via=p.get("actor_via"),
+            reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location="parked",
+        )
+        rec = ParkRecord(comp, fn, v.digest, v.created_at, p.get("until"), p["actor"], p.get("actor_via"),
+                         p.get("reason"))
+        self.store.set_park(rec)
+        self.store.clear_observed(f"live/{fn}")
+        self._set_observed(comp, fn, "parked", v.digest, st)
+        return v, rec
+
+    def _record_unpark(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> Version:
+        v = self.store.record(
+            comp, fn, st.data, action="unpark", actor=p["actor"], actor_via=p.get("actor_via"),
+            reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location="live",
+        )
+        self.store.clear_park(comp)
+        self.store.clear_observed(f"parked/{fn}")
+        self._set_observed(comp, fn, "live", v.digest, st)
+        return v
+
+    def _intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
+        return {"file_name": fn, "actor": self.actor.name, "actor_via": self.actor.via, "reason": reason}
+
+    # -- apply / edit / rollback ------------------------------------------------------------------
+
+    def _target_for_apply(self, source: str, component: str | None) -> Target:
+        if component:
+            try:
+                return self.resolve(component)
+            except UnknownComponent:
+                if component.startswith(".") or "/" in component:
+                    raise UsageError(f"{component!r} is not a valid component name") from None
+                fn = component if component_of(component) != component else component + ".yaml"
+                return Target(component_of(fn), fn, False, False)
+        base = os.path.basename(source)
+        if base in ("", "-") or base.startswith("."):
+            raise UsageError(
+                f"cannot tell which component {source!r} is",
+                hint="pass --as COMPONENT (e.g. --as kube-apiserver)",
+            )
+        if component_of(base) == base:
+            raise UsageError(
+                f"{base!r} has no manifest suffix ({', '.join(MANIFEST_SUFFIXES)})",
+                hint="pass --as COMPONENT to name the component it replaces",
+            )
+        try:
+            return self.resolve(component_of(base))
+        except UnknownComponent:
+            return Target(component_of(base), base, False, False)
+
+    def apply(
+        self,
+        data: bytes,
+        *,
+        source: str,
+        component: str | None = None,
+        reason: str | None = None,
+        check: bool = False,
+        unpark: bool = False,
+        action: str = "apply",
+        expect_digest: str | None = None,
+    ) -> Result:
+        """Validate ``data`` and swap it in atomically as the new version of a component.
+
+        ``source`` is where the bytes came from (for messages and the default component name);
+        ``component`` (``--as``) overrides it. A parked component gets its parked copy updated and
+        stays parked unless ``unpark``. Identical bytes change nothing on disk (no rename, chmod or
+        touch: KUBELET.md consequence 6) and return ``changed=False``. ``check``: change nothing,
+        report what would happen (no lock, no store writes). ``expect_digest``: refuse with
+        Conflict when the current bytes differ (used by ``edit``).
+        Raises InvalidManifest, Conflict, UsageError, HookFailed, LockTimeout, FsError.
+        """
+        if check:
+            return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest)
+        with self.locked():
+            return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest)
+
+    def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
+                     unpark: bool, action: str, expect_digest: str | None) -> Result:
+        if not check:
+            fsops.ensure_private_dirs(self.layout)
+        target = self._target_for_apply(source, component)
+        fn, comp = target.file_name, target.component
+        if not check:
+            self.scan()
+            target = self.resolve(fn) if (target.live or target.parked) else target
+        loc = "parked" if target.parked and not target.live else "live"
+        cur = self._state_at(loc, fn) if target.location else None
+        if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
+            raise Conflict(
+                f"{fn} changed while you were editing it",
+                path=str(self._path(loc, fn)),
+                hint="look at it with: staticpodctl diff " + comp,
+            )
+        manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
+        if loc == "live" or unpark:
+            self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+        new_digest = digest_of(data)
+        old_digest = digest_of(cur.data) if cur else None
+        label_a = f"{comp} (current)" if cur else "/dev/null"
+        diff = unified_diff(cur.data if cur else None, data, label_a, f"{comp} (new)")
+        if old_digest == new_digest:
+            res = Result(action, comp, fn, False, f"{comp}: unchanged ({fn}, {loc})", location=loc,
+                         version=self.store.head(comp) if self.layout.db_path.exists() else None,
+                         previous_digest=old_digest, digest=new_digest, diff="", warnings=warnings, check=check)
+            if loc == "parked" and unpark and not check:
+                unparked = self.unpark(comp, reason=reason)
+                unparked.action = action
+                unparked.msg = f"{comp}: bytes unchanged; unparked"
+                unparked.diff = ""
+                unparked.warnings = warnings
+                return unparked
+            if not check:
+                self._log(Event.UNCHANGED, f"{comp}: {action} with identical bytes, nothing changed",
+                          component=comp, file_name=fn, digest=new_digest, reason=reason, action=action)
+            return res
+        verb = {"apply": "apply", "edit": "apply", "rollback": "rollback", "restore": "apply"}.get(action, "apply")
+        if check:
+            where = "parked copy of " if loc == "parked" else ""
+            msg = f"{comp}: would {action} {where}{fn}" + (" and unpark it" if loc == "parked" and unpark else "")
+            return Result(action, comp, fn, True, msg, location=loc, previous_digest=old_digest, digest=new_digest,
+                          diff=diff, warnings=warnings, check=True)
+        self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest)
+        if cur is not None:
+            mode, uid, gid = cur.mode, cur.uid, cur.gid
+            if cur.is_symlink:
+                raise Conflict(
+                    f"{fn} is a symlink; staticpodd does not write through links",
+                    path=str(self._path(loc, fn)),
+                    hint="replace the link with a regular file first",
+                )
+        else:
+            mode, uid, gid = fsops.NEW_FILE_MODE, fsops.NEW_FILE_UID, fsops.NEW_FILE_GID
+            if os.geteuid() != 0:
+                uid, gid = os.geteuid(), os.getegid()
+        staged = fsops.write_staged(self.layout, fn, data, mode=mode, uid=uid, gid=gid)
+        fsops.crashpoint("swap:staged")
+        payload = self._intent_base(fn, reason)
+        payload.update(action=action, location=loc, staged=str(staged), new_digest=new_digest, old_digest=old_digest)
+        intent = self.store.begin_intent("swap", comp, payload)
+        fsops.crashpoint("swap:intent")
+        dst = self._path(loc, fn)
+        fsops.replace(staged, dst)
+        fsops.crashpoint("swap:renamed")
+        st = fsops.read_state(dst)
+        assert st is not None
+        with self.store.transaction():
+            version = self._record_swap(comp, fn, loc, data, st, payload)
+            self.store.end_intent(intent)
+        fsops.crashpoint("swap:recorded")
+        event = {"apply": Event.APPLIED, "edit": Event.EDITED, "rollback": Event.ROLLED_BACK,
+                 "restore": Event.RESTORED_LAST_GOOD}.get(action, Event.APPLIED)
+        if loc == "parked":
+            event = Event.PARKED_COPY_UPDATED
+        self._log(
+            event, f"{comp}: {action} version {version.seq} ({new_digest[:12]}) to {loc} {fn}",
+            priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=new_digest,
+            previous_digest=old_digest, reason=reason, action=action, location=loc,
+        )
+        self._hooks("post", verb, component=comp, file_name=fn, reason=reason, version=version.seq, digest=new_digest)
+        msg = f"{comp}: {action} version {version.seq} ({new_digest[:12]}) -> {fn}"
+        if loc == "parked":
+            msg = f"{comp}: updated the parked copy (version {version.seq}); it stays parked"
+            if unpark:
+                res = self.unpark(comp, reason=reason)
+                res.action = action
+                res.msg = f"{comp}: updated the parked copy (version {version.seq}) and unparked it"
+                res.diff = diff
+                res.previous_digest = old_digest
+                res.warnings = warnings
+                res.changed = True
+                return res
+        return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
+                      digest=new_digest, diff=diff, warnings=warnings)
+
+    def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
+        from .validate import gate
+
+        return gate(data, source, self.validate_options())
+
+    def current_bytes(self, name: str) -> tuple[Target, bytes, str]:
+        """``(target, bytes, location)`` of a component's file as it is now (live, else parked).
+
+        Raises UnknownComponent when it has no file.
+        """
+        target = self.resolve(name)
+        for loc in ("live", "parked"):
+            if (loc == "live" and target.live) or (loc == "parked" and target.parked):
+                st = self._state_at(loc, target.file_name)
+                if st is not None:
+                    return target, st.data, loc
+        raise UnknownComponent(
+            f"{target.component} has no live or parked file",
+            hint=f"see its recorded versions: staticpodctl history {target.component}",
+        )
+
+    def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False) -> Result:
+        """Put an earlier version back, as a new version (action ``rollback``).
+
+        ``to``: the seq to restore; default the newest version whose bytes differ from the
+        current ones. The bytes go through the gate again. Raises UnknownVersion, Conflict (nothing
+        to roll back to), InvalidManifest, plus what :meth:`apply` raises.
+        """
+        target = self.resolve(name)
+        comp = target.component
+        if to is None:
+            try:
+                _, cur_data, _ = self.current_bytes(comp)
+                cur_digest = digest_of(cur_data)
+            except UnknownComponent:
+                cur_digest = None
+            candidates = [v for v in reversed(self.store.history(comp)) if v.digest != cur_digest]
+            if not candidates:
+                raise Conflict(
+                    f"{comp} has no earlier version that differs from the current bytes",
+                    hint=f"see: staticpodctl history {comp}",
+                )
+            version = candidates[0]
+        else:
+            version = self.store.get(comp, to)
+        data = self.store.data(version.digest)
+        reason = reason or f"rollback to version {version.seq}"
+        res = self.apply(data, source=f"{comp}@{version.seq}", component=target.file_name, reason=reason,
+                         check=check, action="rollback")
+        res.extra["rolled_back_to"] = version.seq
+        return res
+
+    def restore_last_good(self, name: str, *, reason: str) -> Result:
+        """Put back the newest recorded version of ``name`` that passes the gate (daemon policy
+        ``on_invalid: restore``). The bad bytes stay in history. Raises Conflict when no recorded
+        version passes."""
+        target = self.resolve(name)
+        comp = target.component
+        _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
+        bad = digest_of(cur) if cur else None
+        seen: set[str] = set()
+        for v in reversed(self.store.history(comp)):
+            if v.digest == bad or v.digest in seen:
+                continue
+            seen.add(v.digest)
+            data = self.store.data(v.digest)
+            ok, _ = self._verdict(data, f"{comp}@{v.seq}", comp)
+            if ok:
+                res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
+                                 action="restore")
+                res.extra["restored_version"] = v.seq
+                return res
+        raise Conflict(f"{comp} has no recorded version that passes validation", hint="fix the file by hand")
+
+    # -- park / unpark -----------------------------------------------------------------------------
+
+    def park(self, name: str, *, until: float | None = None, reason: str | None = None) -> Result:
+        """Take a component out of the kubelet's directory, keeping its manifest.
+
+        Renames ``<manifests>/<file>`` to ``<manifests>/.staticpodd/parked/<file>`` on the same
+        mount (atomic), fsyncs both directories, records drift first, then a ``park`` version and
+        the park record (who, when, why, ``until`` epoch deadline or None). The kubelet stops the
+        pod at its next relist (KUBELET.md "When the kubelet looks").
+        Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
+        """
+        with self.locked():
+            fsops.ensure_private_dirs(self.layout)
+            target = self.resolve(name, allow_recorded=False)
+            self.scan()
+            target = self.resolve(target.file_name, allow_recorded=False)
+            comp, fn = target.component, target.file_name
+            if not target.live:
+                rec = self.store.park_of(comp)
+                detail = ""
+                if rec:
+                    detail = f" since {iso(rec.parked_at)} by {rec.actor}" + (
+                        f" until {iso(rec.until)}" if rec.until else ""
+                    ) + (f" ({rec.reason})" if rec.reason else "")
+                raise AlreadyParked(f"{comp} is already parked{detail}",
+                                    hint=f"bring it back with: staticpodctl unpark {comp}")
+            if target.parked:
+                old = self._state_at("parked", fn)
+                if old is not None and self.store.knows_digest(comp, digest_of(old.data)):
+                    fsops.remove(self._path("parked", fn))
+                    self.store.clear_observed(f"parked/{fn}")
+                    self.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
+                                            actor=self.actor.name, details={"digest": digest_of(old.data)})
+                else:
+                    raise Conflict(
+                        f"a parked copy of {fn} exists that is not recorded",
+                        path=str(self._path("parked", fn)),
+                        hint="move it away by hand (it is your only copy), then park again",
+                    )
+            st = self._state_at("live", fn)
+            assert st is not None
+            digest = digest_of(st.data)
+            self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
+            payload = self._intent_base(fn, reason)
+            payload.update(digest=digest, until=until)
+            intent = self.store.begin_intent("park", comp, payload)
+            fsops.crashpoint("park:intent")
+            fsops.move_noreplace(self._path("live", fn), self._path("parked", fn))
+            fsops.crashpoint("park:renamed")
+            pst = self._state_at("parked", fn)
+            assert pst is not None
+            with self.store.transaction():
+                version, rec = self._record_park(comp, fn, pst, payload)
+                self.store.end_intent(intent)
+            self._log(
+                Event.PARKED,
+                f"{comp}: parked {fn}" + (f" until {iso(until)}" if until else "") + (f" ({reason})" if reason else ""),
+                priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest,
+                reason=reason, until=iso(until) if until else None,
+            )
+            self._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
+                        digest=digest)
+            return Result("park", comp, fn, True, f"{comp}: parked {fn}", location="parked", version=version,
+                          digest=digest, park=rec)
+
+    def unpark(self, name: str, *, reason: str | None = None) -> Result:
+        """Put a parked component back at the same path, byte-identical, never over a live file.
+
+        The parked bytes go through the gate (a cached verdict for the same bytes is reused).
+        Raises NotParked, LiveFileExists (a live file appeared meanwhile: nothing changed),
+        InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
+        """
+        with self.locked():
+            target = self.resolve(name, allow_recorded=False)
+            self.scan()
+            target = self.resolve(target.file_name, allow_recorded=False)
+            comp, fn = target.component, target.file_name
+            if not target.parked:
+                raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
+            if target.live:
+                live = self._state_at("live", fn)
+                when = ""
+                if live is not None:
+                    when = time.strftime(" (modified %Y-%m-%dT%H:%M:%SZ)",
+                                         time.gmtime(os.stat(self._path("live", fn)).st_mtime))
+                raise LiveFileExists(
+                    f"{fn} is live again{when}; not overwriting it with the parked copy",
+                    path=str(self._path("live", fn)),
+                    hint=f"compare them (staticpodctl history {comp}); keep the live one by parking nothing, "
+                    f"or remove it first if the parked copy should win",
+                )
+            pst = self._state_at("parked", fn)
+            assert pst is not None
+            digest = digest_of(pst.data)
+            from .validate import VALIDATOR_ID
+
+            if self.store.verdict(digest, VALIDATOR_ID) is not True:
+                manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
+                self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+            else:
+                from .manifest import pod_identity
+
+                ident = pod_identity(pst.data)
+                if ident:
+                    self._check_no_duplicate(fn, *ident)
+            self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest)
+            payload = self._intent_base(fn, reason)
+            payload.update(digest=digest)
+            intent = self.store.begin_intent("unpark", comp, payload)
+            fsops.crashpoint("unpark:intent")
+            fsops.move_noreplace(self._path("parked", fn), self._path("live", fn))
+            fsops.crashpoint("unpark:renamed")
+            st = self._state_at("live", fn)
+            assert st is not None
+            rec = self.store.park_of(comp)
+            with self.store.transaction():
+                version = self._record_unpark(comp, fn, st, payload)
+                self.store.end_intent(intent)
+            parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""
+            self._log(
+                Event.UNPARKED, f"{comp}: unparked {fn}{parked_for}" + (f" ({reason})" if reason else ""),
+                priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest, reason=reason,
+            )
+            self._hooks("post", "unpark", component=comp, file_name=fn, reason=reason, version=version.seq,
+                        digest=digest)
+            return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}", location="live",
+                          version=version, digest=digest, park=rec)
+
+    # -- quarantine ------------------------------------------------------------------------------
+
+    def quarantine(self, file_name: str, *, reason: str) -> Path:
+        """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
+        (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
+        Raises UnknownComponent when the file is not there, FsError."""
+        with self.locked():
+            fsops.ensure_private_dirs(self.layout)
+            src = self._path("live", file_name)
+            if not src.is_file():
+                raise UnknownComponent(f"no file {file_name!r} in {self.layout.manifest_dir}")
+            self.scan([file_name])
+            st = self._state_at("live", file_name)
+            assert st is not None
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            dst = self.layout.quarantine_dir / f"{file_name}.{stamp}"
+            n = 1
+            while dst.exists():
+                n += 1
+                dst = self.layout.quarantine_dir / f"{file_name}.{stamp}.{n}"
+            fsops.move_noreplace(src, dst)
+            comp = component_of(file_name)
+            self.store.clear_observed(f"live/{file_name}")
+            self.store.record_event("quarantined", component=comp, file_name=file_name, actor=self.actor.name,
+                                    reason=reason, details={"digest": digest_of(st.data), "to": str(dst)})
+            self._log(Event.STRAY_QUARANTINED, f"moved stray {file_name} to {dst}", priority=WARNING,
+                      component=comp, file_name=file_name, digest=digest_of(st.data), reason=reason,
+                      quarantine_path=str(dst))
+            return dst
+
+    # -- read-only verbs ---------------------------------------------------------------------------
+
+    def history(self, name: str, *, limit: int | None = None) -> tuple[str, list[Version]]:
+        """``(component, versions oldest first)``. Raises UnknownComponent."""
+        target = self.resolve(name)
+        versions = self.store.history(target.component, limit=limit) if self.layout.db_path.exists() else []
+        return target.component, versions
+
+    def show(self, spec: str) -> tuple[Version | None, bytes, str]:
+        """Bytes of ``component@seq`` (or the current file for a bare name): ``(version, bytes, label)``.
+
+        Raises UnknownComponent, UnknownVersion, UsageError.
+        """
+        comp_name, seq = split_at(spec)
+        if seq is None:
+            target, data, loc = self.current_bytes(comp_name)
+            head = self.store.head(target.component) if self.layout.db_path.exists() else None
+            v = head if head is not None and head.digest == digest_of(data) else None
+            return v, data, f"{target.file_name} ({loc})"
+        target = self.resolve(comp_name)
+        v = self.store.get(target.component, seq)
+        return v, self.store.data(v.digest), f"{target.component}@{seq}"
+
+    def diff(self, name: str, a: int | None = None, b: int | None = None) -> str:
+        """Unified diff between versions ``a`` and ``b`` (``b`` None: the current file; both None:
+        the newest version against the current file, which shows drift). Raises UnknownVersion."""
+        target = self.resolve(name)
+        comp = target.component
+        if a is None:
+            head = self.store.head(comp)
+            if head is None:
+                raise UnknownComponent(f"{comp} has no recorded version", hint="nothing to compare with yet")
+            a = head.seq
+        va = self.store.get(comp, a)
+        da = self.store.data(va.digest)
+        if b is None:
+            try:
+                _, db, loc = self.current_bytes(comp)
+                label_b = f"{target.file_name} ({loc})"
+            except UnknownComponent:
+                db, label_b = None, "(no file)"
+        else:
+            vb = self.store.get(comp, b)
+            db = self.store.data(vb.digest)
+            label_b = f"{comp}@{b}"
+        return unified_diff(da, db, f"{comp}@{a}", label_b)
+
+    def status(self) -> dict[str, Any]:
+        """Every component with its state (``live``/``parked``/``missing``), newest version, digest
+        of its current bytes, drift, park record, plus interrupted operations. Read-only: takes no
+        lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
+        """
+        have_store = self.layout.db_path.exists()
+        store = self.store if have_store else None
+        live = self.live_names()
+        parked = self.parked_names()
+        rows: dict[str, dict[str, Any]] = {}
+        parks = {p.component: p for p in store.parks()} if store else {}
+        for loc, pool in (("live", live), ("parked", parked)):
+            for fn in pool:
+                comp = component_of(fn)
+                if comp in rows and rows[comp]["state"] == "live":
+                    continue
+                try:
+                    st = self._state_at(loc, fn)
+                except FsError:
+                    st = None
+                digest = digest_of(st.data) if st else None
+                head = store.head(comp) if store else None
+                rows[comp] = {
+                    "component": comp,
+                    "file_name": fn,
+                    "state": loc,
+                    "version": head.seq if head else None,
+                    "digest": digest,
+                    "drift": head is None or head.digest != digest,
+                    "mode": f"{st.mode:04o}" if st else None,
+                    "stray": component_of(fn) == fn,
+                    "parked": parks[comp].to_dict() if comp in parks else None,
+                }
+                if loc == "live" and comp in parks:
+                    rows[comp]["park_broken"] = True
+        for comp, p in parks.items():
+            if comp not in rows:
+                head = store.head(comp) if store else None
+                rows[comp] = {"component": comp, "file_name": p.file_name, "state": "missing",
+                              "version": head.seq if head else None, "digest": None, "drift": True,
+                              "mode": None, "stray": False, "parked": p.to_dict()}
+        return {
+            "manifest_dir": str(self.layout.manifest_dir),
+            "components": [rows[k] for k in sorted(rows)],
+            "interrupted": len(store.intents()) if store else 0,
+        }
+
+
+def split_at(spec: str) -> tuple[str, int | None]:
+    """``kube-apiserver@3`` -> ``("kube-apiserver", 3)``; ``kube-apiserver`` -> ``(…, None)``."""
+    if "@" in spec:
+        name, _, seq = spec.rpartition("@")
+        if not seq.isdigit() or not name:
+            raise UsageError(f"cannot read {spec!r}", hint="use COMPONENT@N, e.g. kube-apiserver@3")
+        return name, int(seq)
+    return spec, None
+
+
+def _mode_dict(x: Any) -> dict[str, Any]:
+    return {"mode": f"{x.mode:04o}" if x.mode is not None else None, "uid": x.uid, "gid": x.gid}
+
+
+def _human_duration(seconds: float) -> str:
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+__all__ = [
+    "Actor",
+    "Change",
+    "Engine",
+    "Result",
+    "Target",
+    "parse_duration",
+    "split_at",
+    "unified_diff",
+    "ERR",
+    "PRIVATE_DIRNAME",
+]

@@ -1,0 +1,261 @@
+"""The only code that writes, renames or removes anything inside the manifest directory.
+
+Rules it keeps (KUBELET.md "Consequences for staticpodd"):
+
+1. Nothing but live manifests ever appears in the directory under a non-dot name: staging files
+   live in ``.staticpodd/staging/``, parked copies in ``.staticpodd/parked/``.
+2. New bytes are written to a staging file on the same mount, fsynced, given the live file's
+   mode and owner, renamed over the target, and the directory is fsynced: the kubelet sees the
+   complete old file or the complete new one, never a partial file.
+3. Park/unpark are single renames on the same mount; unpark never replaces a file that appeared
+   meanwhile (``renameat2(RENAME_NOREPLACE)``, or ``link``+``unlink`` where that is missing).
+4. Unchanged bytes are never rewritten, chmodded or touched (callers compare digests first).
+
+Crash points: for the crash-safety tests, :func:`crashpoint` kills the process with SIGKILL when
+the environment variable ``STATICPODD_TEST_CRASHPOINT`` names the step being passed. It is a test
+hook (like SQLite's fault injection) and does nothing otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import signal
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import FsError, LiveFileExists
+from .layout import Layout
+
+#: Mode and owner of new manifests: kubeadm writes 0600 root:root, and the CIS benchmark asks for it.
+NEW_FILE_MODE = 0o600
+NEW_FILE_UID = 0
+NEW_FILE_GID = 0
+
+STAGING_PREFIX = "stage-"
+
+_CRASHPOINT = os.environ.get("STATICPODD_TEST_CRASHPOINT")
+
+
+def crashpoint(name: str) -> None:
+    """Die with SIGKILL here when ``STATICPODD_TEST_CRASHPOINT == name`` (tests only)."""
+    if _CRASHPOINT is not None and _CRASHPOINT == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What is at a path now: bytes plus the stat fields we keep across swaps."""
+
+    data: bytes
+    mode: int  # permission bits only, e.g. 0o600
+    uid: int
+    gid: int
+    ino: int
+    is_symlink: bool
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so that renames and unlinks in it are durable. Raises FsError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise FsError(f"cannot open directory to fsync it: {exc.strerror}", path=str(path)) from exc
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise FsError(f"fsync of directory failed: {exc.strerror}", path=str(path)) from exc
+    finally:
+        os.close(fd)
+
+
+def read_state(path: Path) -> FileState | None:
+    """Bytes, mode and owner of the regular file at ``path`` (following a symlink, as the kubelet
+    does: KUBELET.md "Which files are pods"), or None when there is no such file.
+
+    Raises FsError for a path that exists but cannot be read (e.g. a directory).
+    """
+    try:
+        lst = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FsError(f"cannot stat: {exc.strerror}", path=str(path)) from exc
+    is_link = stat.S_ISLNK(lst.st_mode)
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise FsError("not a regular file", path=str(path))
+            data = fh.read()
+    except FileNotFoundError:
+        return None  # dangling symlink, or removed meanwhile
+    except IsADirectoryError as exc:
+        raise FsError("is a directory, not a manifest file", path=str(path)) from exc
+    except OSError as exc:
+        raise FsError(f"cannot read: {exc.strerror}", path=str(path)) from exc
+    return FileState(data, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_ino, is_link)
+
+
+def ensure_private_dirs(layout: Layout) -> None:
+    """Create ``<manifests>/.staticpodd/{parked,staging,quarantine}`` (0700) when missing.
+
+    Raises FsError when the manifest directory itself is missing or not writable.
+    """
+    if not layout.manifest_dir.is_dir():
+        raise FsError(
+            "the manifest directory does not exist",
+            path=str(layout.manifest_dir),
+            hint="check staticPodPath in /var/lib/kubelet/config.yaml, or pass --manifest-dir",
+        )
+    for d in (layout.private_dir, layout.parked_dir, layout.staging_dir, layout.quarantine_dir):
+        try:
+            d.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise FsError(f"cannot create private directory: {exc.strerror}", path=str(d)) from exc
+
+
+def write_staged(layout: Layout, file_name: str, data: bytes, *, mode: int, uid: int, gid: int) -> Path:
+    """Write ``data`` to a new staging file for ``file_name``, with this mode/owner, fsynced.
+
+    Returns the staging path (``<manifests>/.staticpodd/staging/stage-<file_name>.<random>``).
+    The owner is set only when it differs from ours (non-root runs keep their own). Raises FsError.
+    """
+    ensure_private_dirs(layout)
+    path = layout.staging_dir / f"{STAGING_PREFIX}{file_name}.{secrets.token_hex(4)}"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise FsError(f"cannot create staging file: {exc.strerror}", path=str(path)) from exc
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        st = os.fstat(fd)
+        if (st.st_uid, st.st_gid) != (uid, gid):
+            try:
+                os.fchown(fd, uid, gid)
+            except PermissionError:
+                if os.geteuid() == 0:
+                    raise
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        _unlink_quietly(path)
+        raise FsError(f"cannot write staging file: {exc.strerror}", path=str(path)) from exc
+    os.close(fd)
+    return path
+
+
+def replace(staged: Path, target: Path) -> None:
+    """Atomically rename ``staged`` over ``target`` (same mount), then fsync both directories.
+
+    Raises FsError (EXDEV means the two are on different mounts: see KUBELET.md consequence 3).
+    """
+    try:
+        os.rename(staged, target)
+    except OSError as exc:
+        raise FsError(f"rename into place failed: {exc.strerror}", path=str(target)) from exc
+    fsync_dir(target.parent)
+    if staged.parent != target.parent:
+        fsync_dir(staged.parent)
+
+
+_renameat2 = None
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+
+
+def _load_renameat2():  # type: ignore[no-untyped-def]
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            fn = libc.renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = (fn, ctypes)
+        except (OSError, AttributeError):
+            _renameat2 = False
+    return _renameat2
+
+
+def move_noreplace(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst`` on the same mount, failing if ``dst`` exists. fsyncs both dirs.
+
+    Uses ``renameat2(RENAME_NOREPLACE)``; where the C library or filesystem lacks it, falls back to
+    ``link`` + ``unlink`` (also never replaces). Raises LiveFileExists when ``dst`` exists, FsError
+    otherwise.
+    """
+    r2 = _load_renameat2()
+    done = False
+    if r2:
+        fn, ctypes = r2
+        rc = fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE)
+        if rc == 0:
+            done = True
+        else:
+            err = ctypes.get_errno()
+            if err == errno.EEXIST:
+                raise LiveFileExists(f"{dst.name} exists; not replacing it", path=str(dst))
+            if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+                raise FsError(f"rename failed: {os.strerror(err)}", path=str(dst))
+    if not done:
+        try:
+            os.link(src, dst)
+        except FileExistsError as exc:
+            raise LiveFileExists(f"{dst.name} exists; not replacing it", path=str(dst)) from exc
+        except OSError as exc:
+            raise FsError(f"link failed: {exc.strerror}", path=str(dst)) from exc
+        crashpoint("move:linked")
+        try:
+            os.unlink(src)
+        except OSError as exc:
+            raise FsError(f"unlink after link failed: {exc.strerror}", path=str(src)) from exc
+    fsync_dir(dst.parent)
+    if src.parent != dst.parent:
+        fsync_dir(src.parent)
+
+
+def remove(path: Path) -> None:
+    """Unlink ``path`` and fsync its directory. Missing is not an error. Raises FsError."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FsError(f"cannot remove: {exc.strerror}", path=str(path)) from exc
+    fsync_dir(path.parent)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def sweep_staging(layout: Layout, keep: set[str]) -> list[Path]:
+    """Remove staging files not named in ``keep`` (file names of in-flight intents).
+
+    Called under the lock, where no other writer can be mid-way. Returns the removed paths.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(layout.staging_dir))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        if entry.name in keep or not entry.is_file(follow_symlinks=False):
+            continue
+        _unlink_quietly(Path(entry.path))
+        removed.append(Path(entry.path))
+    if removed:
+        fsync_dir(layout.staging_dir)
+    return removed

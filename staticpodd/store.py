@@ -1,0 +1,513 @@
+"""The version store: every version of every component, in SQLite (WAL) under /var/lib/staticpodd.
+
+Tables (schema version :data:`SCHEMA_VERSION`):
+
+``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to.
+``versions``  one row per recorded version: component, seq (1, 2, 3 … per component), file name,
+              digest, size, mode/uid/gid, action, actor, reason, time, and where the bytes were
+              (``live`` or ``parked``). Rows are never updated or deleted by normal operation.
+``events``    things that are not new bytes: a live file removed by someone else, a mode change,
+              a quarantined stray, an expired or broken park.
+``parks``     the components parked now, with who/when/why/until (deadlines live here, so the
+              daemon honours a park made by the CLI while it was down).
+``intents``   operations in progress; an intent is written (committed) before the first rename and
+              removed in the same transaction that records the result, so a crash at any point is
+              finished or undone by :meth:`staticpodd.engine.Engine.recover`.
+``observed``  the last state seen (or written) at each path, keyed ``live/<file>`` or
+              ``parked/<file>``: what :meth:`staticpodd.engine.Engine.scan` compares the directory
+              with to tell created, modified, removed, moved and chmodded files apart.
+``verdicts``  validation verdicts cached by (digest, validator id), so ``unpark`` of a parked copy
+              that already passed the gate need not load the schema validator.
+
+Times are Unix epoch seconds (float, UTC). All writes happen in ``BEGIN IMMEDIATE`` transactions;
+callers also hold the staticpodd flock, so the store never sees two writers at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError, UnknownVersion
+
+SCHEMA_VERSION = 1
+
+#: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
+ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (
+    digest TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS versions (
+    id INTEGER PRIMARY KEY,
+    component TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    file_name TEXT NOT NULL,
+    digest TEXT NOT NULL REFERENCES blobs(digest),
+    size INTEGER NOT NULL,
+    mode INTEGER,
+    uid INTEGER,
+    gid INTEGER,
+    action TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    actor_via TEXT,
+    reason TEXT,
+    location TEXT NOT NULL DEFAULT 'live',
+    created_at REAL NOT NULL,
+    UNIQUE (component, seq)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    component TEXT,
+    file_name TEXT,
+    kind TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    reason TEXT,
+    details TEXT,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parks (
+    component TEXT PRIMARY KEY,
+    file_name TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    parked_at REAL NOT NULL,
+    until REAL,
+    actor TEXT NOT NULL,
+    actor_via TEXT,
+    reason TEXT
+);
+CREATE TABLE IF NOT EXISTS intents (
+    id INTEGER PRIMARY KEY,
+    op TEXT NOT NULL,
+    component TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    pid INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    digest TEXT NOT NULL,
+    validator TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    PRIMARY KEY (digest, validator)
+);
+CREATE TABLE IF NOT EXISTS observed (
+    key TEXT PRIMARY KEY,
+    component TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    location TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    mode INTEGER,
+    uid INTEGER,
+    gid INTEGER,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS versions_by_component ON versions (component, seq);
+CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
+"""
+
+
+def digest_of(data: bytes) -> str:
+    """sha256 hex digest of ``data`` (DESIGN.md "digest"; show 12 characters to humans)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded version of a component. ``created_at`` is epoch seconds (UTC)."""
+
+    component: str
+    seq: int
+    file_name: str
+    digest: str
+    size: int
+    mode: int | None
+    uid: int | None
+    gid: int | None
+    action: str
+    actor: str
+    actor_via: str | None
+    reason: str | None
+    location: str
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape used by ``--json`` (mode as an octal string, e.g. ``"0600"``)."""
+        d = asdict(self)
+        d["mode"] = f"{self.mode:04o}" if self.mode is not None else None
+        d["created_at"] = iso(self.created_at)
+        return d
+
+
+@dataclass(frozen=True)
+class ParkRecord:
+    """A component parked now. ``until`` is the epoch deadline, or None (until unparked)."""
+
+    component: str
+    file_name: str
+    digest: str
+    parked_at: float
+    until: float | None
+    actor: str
+    actor_via: str | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape used by ``--json`` and the daemon's heartbeat (ISO 8601 UTC times)."""
+        return {
+            "component": self.component,
+            "file_name": self.file_name,
+            "digest": self.digest,
+            "since": iso(self.parked_at),
+            "until": iso(self.until) if self.until is not None else None,
+            "actor": self.actor,
+            "actor_via": self.actor_via,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Intent:
+    """An operation in progress (see :meth:`staticpodd.engine.Engine.recover`)."""
+
+    id: int
+    op: str
+    component: str
+    payload: dict[str, Any]
+    created_at: float
+    pid: int
+
+
+def iso(ts: float) -> str:
+    """Epoch seconds -> ``2026-11-29T18:30:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+_VERSION_COLS = (
+    "component, seq, file_name, digest, size, mode, uid, gid, action, actor, actor_via, reason, "
+    "location, created_at"
+)
+
+
+class VersionStore:
+    """SQLite version store at ``path`` (created 0600 in a 0700 directory when missing).
+
+    Raises StoreError when the file is not a store, or was written by a newer staticpodd.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fresh = not path.exists()
+            if fresh:
+                fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+            self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the version store: {exc}",
+                path=str(path),
+                hint="check the file; a copy can be inspected with sqlite3; never delete it blindly",
+            ) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open the version store: {exc.strerror}", path=str(path)) from exc
+
+    def _migrate(self) -> None:
+        row = None
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(
+                f"the version store has schema {row[0]}, newer than this staticpodd understands ({SCHEMA_VERSION})",
+                path=str(self.path),
+                hint="upgrade staticpodd; do not downgrade over a newer store",
+            )
+        if row is None or int(row[0]) < SCHEMA_VERSION:
+            with self.transaction():
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self._db.execute(stmt)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed by SQLite)."""
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error). Nested calls join the outer one."""
+        if self._db.in_transaction:
+            yield self._db
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- versions ---------------------------------------------------------------------------
+
+    def record(
+        self,
+        component: str,
+        file_name: str,
+        data: bytes,
+        *,
+        action: str,
+        actor: str,
+        actor_via: str | None = None,
+        reason: str | None = None,
+        mode: int | None = None,
+        uid: int | None = None,
+        gid: int | None = None,
+        location: str = "live",
+        created_at: float | None = None,
+    ) -> Version:
+        """Record ``data`` as the next version of ``component`` and return it.
+
+        The bytes are stored once per digest. ``action`` is one of :data:`ACTIONS`.
+        """
+        if action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r}")
+        digest = digest_of(data)
+        now = time.time() if created_at is None else created_at
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)", (digest, len(data), data)
+            )
+            (seq,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM versions WHERE component = ?", (component,)
+            ).fetchone()
+            db.execute(
+                f"INSERT INTO versions({_VERSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (component, seq, file_name, digest, len(data), mode, uid, gid, action, actor, actor_via,
+                 reason, location, now),
+            )
+        return Version(component, seq, file_name, digest, len(data), mode, uid, gid, action, actor, actor_via,
+                       reason, location, now)
+
+    def head(self, component: str) -> Version | None:
+        """The newest version of ``component``, or None when nothing is recorded."""
+        row = self._db.execute(
+            f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT 1", (component,)
+        ).fetchone()
+        return Version(*row) if row else None
+
+    def get(self, component: str, seq: int) -> Version:
+        """Version ``seq`` of ``component``. Raises UnknownVersion."""
+        row = self._db.execute(
+            f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? AND seq = ?", (component, seq)
+        ).fetchone()
+        if row is None:
+            head = self.head(component)
+            raise UnknownVersion(
+                f"{component} has no version {seq}",
+                hint=f"versions are 1..{head.seq}; see: staticpodctl history {component}" if head else None,
+            )
+        return Version(*row)
+
+    def history(self, component: str, *, limit: int | None = None) -> list[Version]:
+        """Versions of ``component``, oldest first (the newest ``limit`` when given)."""
+        rows = self._db.execute(
+            f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT ?",
+            (component, -1 if limit is None else limit),
+        ).fetchall()
+        return [Version(*r) for r in reversed(rows)]
+
+    def data(self, digest: str) -> bytes:
+        """The bytes stored under ``digest``. Raises StoreError when missing (a corrupt store)."""
+        row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        if row is None:
+            raise StoreError(f"the version store has no bytes for digest {digest[:12]}", path=str(self.path))
+        return bytes(row[0])
+
+    def components(self) -> list[str]:
+        """Every component that has at least one version, sorted."""
+        return [r[0] for r in self._db.execute("SELECT DISTINCT component FROM versions ORDER BY component")]
+
+    def knows_digest(self, component: str, digest: str) -> bool:
+        """True when some version of ``component`` has these bytes."""
+        return (
+            self._db.execute(
+                "SELECT 1 FROM versions WHERE component = ? AND digest = ? LIMIT 1", (component, digest)
+            ).fetchone()
+            is not None
+        )
+
+    # -- events -----------------------------------------------------------------------------
+
+    def record_event(
+        self,
+        kind: str,
+        *,
+        component: str | None,
+        file_name: str | None,
+        actor: str,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> int:
+        """Record an event that carries no new bytes (e.g. ``removed``, ``mode-changed``). Returns its id."""
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO events(component, file_name, kind, actor, reason, details, created_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (component, file_name, kind, actor, reason, json.dumps(details or {}, sort_keys=True), time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def events(self, component: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest events last; all components when ``component`` is None."""
+        if component is None:
+            rows = self._db.execute(
+                "SELECT id, component, file_name, kind, actor, reason, details, created_at FROM events "
+                "ORDER BY id DESC LIMIT ?", (limit,)
+            ).fetchall()
+        else:
+            rows = self._db.execute(
+                "SELECT id, component, file_name, kind, actor, reason, details, created_at FROM events "
+                "WHERE component = ? ORDER BY id DESC LIMIT ?", (component, limit)
+            ).fetchall()
+        return [
+            {"id": r[0], "component": r[1], "file_name": r[2], "kind": r[3], "actor": r[4], "reason": r[5],
+             "details": json.loads(r[6] or "{}"), "created_at": iso(r[7])}
+            for r in reversed(rows)
+        ]
+
+    # -- parks ------------------------------------------------------------------------------
+
+    def set_park(self, park: ParkRecord) -> None:
+        """Record that ``park.component`` is parked now (replacing any earlier record)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO parks(component, file_name, digest, parked_at, until, actor, actor_via, "
+                "reason) VALUES (?,?,?,?,?,?,?,?)",
+                (park.component, park.file_name, park.digest, park.parked_at, park.until, park.actor,
+                 park.actor_via, park.reason),
+            )
+
+    def clear_park(self, component: str) -> None:
+        """Forget the park record of ``component`` (after unpark)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM parks WHERE component = ?", (component,))
+
+    def park_of(self, component: str) -> ParkRecord | None:
+        """The park record of ``component``, or None."""
+        row = self._db.execute(
+            "SELECT component, file_name, digest, parked_at, until, actor, actor_via, reason FROM parks "
+            "WHERE component = ?", (component,)
+        ).fetchone()
+        return ParkRecord(*row) if row else None
+
+    def parks(self) -> list[ParkRecord]:
+        """All parked components, by name."""
+        rows = self._db.execute(
+            "SELECT component, file_name, digest, parked_at, until, actor, actor_via, reason FROM parks "
+            "ORDER BY component"
+        ).fetchall()
+        return [ParkRecord(*r) for r in rows]
+
+    def expired_parks(self, now: float) -> list[ParkRecord]:
+        """Parks whose deadline (``until``) is at or before ``now`` (epoch seconds)."""
+        return [p for p in self.parks() if p.until is not None and p.until <= now]
+
+    # -- intents ----------------------------------------------------------------------------
+
+    def begin_intent(self, op: str, component: str, payload: dict[str, Any]) -> int:
+        """Durably record an operation about to start. Returns the intent id."""
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO intents(op, component, payload, created_at, pid) VALUES (?,?,?,?,?)",
+                (op, component, json.dumps(payload, sort_keys=True), time.time(), os.getpid()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def end_intent(self, intent_id: int) -> None:
+        """Remove a finished or undone intent (call inside the transaction that records the result)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM intents WHERE id = ?", (intent_id,))
+
+    def intents(self) -> list[Intent]:
+        """Operations recorded as started and not yet finished or undone, oldest first."""
+        rows = self._db.execute(
+            "SELECT id, op, component, payload, created_at, pid FROM intents ORDER BY id"
+        ).fetchall()
+        return [Intent(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
+
+    # -- validation verdict cache -------------------------------------------------------------
+
+    def verdict(self, digest: str, validator: str) -> bool | None:
+        """Cached gate verdict for these bytes under this validator id, or None when unknown."""
+        row = self._db.execute(
+            "SELECT ok FROM verdicts WHERE digest = ? AND validator = ?", (digest, validator)
+        ).fetchone()
+        return None if row is None else bool(row[0])
+
+    def set_verdict(self, digest: str, validator: str, ok: bool) -> None:
+        """Cache a gate verdict."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO verdicts(digest, validator, ok) VALUES (?,?,?)", (digest, validator, int(ok))
+            )
+
+    # -- observed state -----------------------------------------------------------------------
+
+    def observed(self) -> dict[str, Observed]:
+        """Last seen state of every path, keyed ``live/<file_name>`` / ``parked/<file_name>``."""
+        rows = self._db.execute(
+            "SELECT key, component, file_name, location, digest, mode, uid, gid FROM observed"
+        ).fetchall()
+        return {r[0]: Observed(*r[1:]) for r in rows}
+
+    def set_observed(self, obs: Observed) -> None:
+        """Remember that ``obs`` is at its path now (after we wrote it, or saw it)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO observed(key, component, file_name, location, digest, mode, uid, gid, "
+                "updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (obs.key, obs.component, obs.file_name, obs.location, obs.digest, obs.mode, obs.uid, obs.gid,
+                 time.time()),
+            )
+
+    def clear_observed(self, key: str) -> None:
+        """Forget the path ``key`` (nothing is there any more)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM observed WHERE key = ?", (key,))
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The state last seen at one path: ``location`` is ``live`` or ``parked``."""
+
+    component: str
+    file_name: str
+    location: str
+    digest: str
+    mode: int | None
+    uid: int | None
+    gid: int | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.location}/{self.file_name}"
