@@ -1,0 +1,175 @@
+"""Command-line options for ``--wait`` and a terminal renderer for wait progress."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from .prover import Progress
+
+#: kubeadm's wait for a static pod after an upgrade (5 minutes).
+DEFAULT_WAIT_TIMEOUT = 300.0
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+
+ROLLBACK_VERBS = ("apply", "edit", "rollback")
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``5m``, ``1h30m``, ``1.5m``, ``500ms`` or bare seconds ``300`` -> seconds (float).
+
+    Raises argparse.ArgumentTypeError (argparse prints it as a usage error, exit 2).
+    """
+    s = str(text).strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d*)?", s):
+        value = float(s)
+    else:
+        pos, value = 0, 0.0
+        for m in _PART.finditer(s):
+            if m.start() != pos:
+                break
+            value += float(m.group(1)) * _UNITS[m.group(2)]
+            pos = m.end()
+        if pos != len(s) or not s:
+            raise argparse.ArgumentTypeError(
+                f"invalid duration {text!r}: use e.g. 90s, 5m, 1h30m; to name a component after "
+                "--wait write --wait=5m or put --wait after the component"
+            )
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must be more than zero")
+    return value
+
+
+def _has_option(parser: argparse.ArgumentParser, option: str) -> bool:
+    return option in parser._option_string_actions  # noqa: SLF001 - argparse has no public way
+
+
+def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
+    """Add the proof options of ``verb`` (park, unpark, apply, edit, rollback) to its subparser.
+
+    - ``--wait[=TIMEOUT]`` (dest ``wait``: None, or seconds; bare ``--wait`` = 5m, kubeadm's)
+    - ``--rollback-on-failure`` / ``--no-rollback-on-failure`` (apply, edit, rollback; dest
+      ``rollback_on_failure``: None = the config decides; implies ``--wait``)
+    - ``--force`` (park only: park a component the kubelet's API connection depends on)
+    - ``--crictl PATH``, ``--runtime-endpoint URL``, ``--node-name NAME`` (the last is skipped when
+      the parser already has it, e.g. as a global option).
+    """
+    group = parser.add_argument_group("proof (confirm what the kubelet did)")
+    group.add_argument(
+        "--wait",
+        nargs="?",
+        const=DEFAULT_WAIT_TIMEOUT,
+        default=None,
+        type=parse_duration,
+        metavar="TIMEOUT",
+        help="wait until the container runtime shows the pod "
+        + ("stopped" if verb == "park" else "running with the new config.hash and its probes passing")
+        + " (default timeout 5m; e.g. --wait=90s); exit 6 if it does not happen",
+    )
+    if verb in ROLLBACK_VERBS:
+        group.add_argument(
+            "--rollback-on-failure",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="when the wait fails, put the previous version back atomically and record why (implies --wait)",
+        )
+    if verb == "park":
+        group.add_argument(
+            "--force",
+            action="store_true",
+            default=False,
+            help="park even a component the kubelet's own connection to the apiserver depends on "
+            "(local kube-apiserver/etcd, haproxy, nginx-proxy, kube-vip, keepalived)",
+        )
+    group.add_argument("--crictl", metavar="PATH", default=None, help="crictl executable (default: crictl on PATH)")
+    group.add_argument(
+        "--runtime-endpoint",
+        metavar="URL",
+        default=None,
+        help="CRI endpoint, e.g. unix:///run/containerd/containerd.sock (default: crictl's own config)",
+    )
+    if not _has_option(parser, "--node-name"):
+        group.add_argument(
+            "--node-name",
+            metavar="NAME",
+            default=None,
+            help="the kubelet's node name; static pods run as <name>-<node name> (default: host name)",
+        )
+
+
+@dataclass(frozen=True)
+class WaitOptions:
+    """The resolved proof settings of one command. ``timeout``: seconds, None = do not wait."""
+
+    timeout: float | None
+    rollback_on_failure: bool
+    force: bool
+
+    @classmethod
+    def from_args(cls, args: Any, config: Mapping[str, Any] | None = None) -> WaitOptions:
+        """Command line first, then config keys ``wait`` (a duration string or seconds, or
+        true = 5m) and ``rollback_on_failure`` (bool), for the daemon and for defaults.
+
+        ``--rollback-on-failure`` without ``--wait`` waits the default 5 minutes.
+        """
+        cfg = dict(config or {})
+        rollback = getattr(args, "rollback_on_failure", None)
+        if rollback is None:
+            rollback = bool(cfg.get("rollback_on_failure", False)) and hasattr(args, "rollback_on_failure")
+        timeout = getattr(args, "wait", None)
+        if timeout is None and cfg.get("wait") not in (None, False):
+            raw = cfg["wait"]
+            timeout = DEFAULT_WAIT_TIMEOUT if raw is True else parse_duration(str(raw))
+        if rollback and timeout is None:
+            timeout = DEFAULT_WAIT_TIMEOUT
+        return cls(timeout=timeout, rollback_on_failure=bool(rollback), force=bool(getattr(args, "force", False)))
+
+
+class TerminalProgress:
+    """Renders :class:`Progress` on a terminal: one line rewritten in place (``\\r``) on a TTY,
+    one line per change of message otherwise. Call :meth:`close` if the wait may end by an
+    exception (a final ``done`` progress closes it too). Do not use under ``--json``.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, min_interval: float = 0.25) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.min_interval = min_interval
+        self._last_text = ""
+        self._last_at = -1e9
+        self._open = False
+
+    def __call__(self, p: Progress) -> None:
+        if p.done:
+            self.close()
+            return
+        try:
+            if self.tty:
+                if p.elapsed - self._last_at < self.min_interval and p.message == self._last_text:
+                    return
+                line = f"{p.message} ({p.elapsed:.0f}s/{p.timeout:.0f}s)"
+                self.stream.write("\r\x1b[2K" + line[:200])
+                self.stream.flush()
+                self._open = True
+            elif p.message != self._last_text:
+                self.stream.write(f"[{p.elapsed:5.1f}s] {p.message}\n")
+                self.stream.flush()
+        except (OSError, ValueError):
+            return
+        self._last_text = p.message
+        self._last_at = p.elapsed
+
+    def close(self) -> None:
+        """End the rewritten line, if any."""
+        if self._open:
+            try:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+            self._open = False

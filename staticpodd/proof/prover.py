@@ -1,0 +1,721 @@
+"""Prove what the kubelet did after a swap, from the node, without an apiserver.
+
+After ``park``: no ready sandbox and no running container is left for the pod (removing a manifest
+does not always stop its containers: KUBELET.md "Identity and restarts", k/k #88402, #116880).
+After ``unpark``/``apply``/``edit``/``rollback``: a ready sandbox exists whose
+``kubernetes.io/config.hash`` differs from the one running before (when the pod changed), every
+container of ``spec.containers`` runs in it, created after the swap, and the manifest's own probes
+pass from the node (see :mod:`.probes`). When the hash never changes, the directory is searched for
+another file defining the same namespace/name (KUBELET.md "Duplicate names across files").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import WaitTimeout
+from .probes import ProbeResult, ProbeTracker, probe_specs, run_probe
+from .runtime import (
+    CONFIG_SOURCE,
+    CONTAINER_EXITED,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    Container,
+    Crictl,
+    RuntimeUnavailable,
+    Sandbox,
+    default_node_name,
+)
+from .shadow import duplicate_files, find_shadowing_file
+
+#: The kubelet's full relist period (fileCheckFrequency, KUBELET.md "When the kubelet looks"),
+#: plus a margin: a file shadowed by another is given this long to show a new config.hash.
+RELIST_GRACE = 25.0
+DEFAULT_POLL_INTERVAL = 0.5
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress report. ``phase``: stopping | sandbox | containers | health | done.
+
+    ``message``: what is being waited for, in words. ``elapsed``/``timeout``: seconds.
+    """
+
+    phase: str
+    message: str
+    elapsed: float
+    timeout: float
+    done: bool = False
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class PodObservation:
+    """What the runtime showed for one pod at ``taken_at`` (wall-clock seconds)."""
+
+    pod_name: str
+    namespace: str
+    taken_at: float
+    sandboxes: tuple[Sandbox, ...] = ()
+    containers: tuple[Container, ...] = ()
+    similar_names: tuple[str, ...] = ()  # ready static pods named <base>-<other node name>
+
+    @property
+    def ready_sandboxes(self) -> list[Sandbox]:
+        return [s for s in self.sandboxes if s.ready]
+
+    @property
+    def running_containers(self) -> list[Container]:
+        return [c for c in self.containers if c.running]
+
+    @property
+    def ready_hashes(self) -> set[str]:
+        """config.hash of the sandboxes that were ready (the version that ran)."""
+        return {s.config_hash for s in self.ready_sandboxes if s.config_hash}
+
+    @property
+    def sandbox_ids(self) -> set[str]:
+        return {s.id for s in self.sandboxes}
+
+    @property
+    def config_hash(self) -> str | None:
+        """config.hash of the newest ready sandbox, else of the newest sandbox, else None."""
+        pool = self.ready_sandboxes or list(self.sandboxes)
+        pool = sorted(pool, key=lambda s: s.created_ns)
+        return pool[-1].config_hash if pool else None
+
+    def containers_of(self, sandbox_id: str) -> list[Container]:
+        return [c for c in self.containers if c.pod_sandbox_id == sandbox_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pod": f"{self.namespace}/{self.pod_name}",
+            "config_hash": self.config_hash,
+            "sandboxes": [s.to_dict() for s in self.sandboxes],
+            "containers": [c.to_dict() for c in self.containers],
+            **({"similar_names": list(self.similar_names)} if self.similar_names else {}),
+        }
+
+
+@dataclass
+class Outcome:
+    """The result of a wait.
+
+    ``ok``: the node did what was asked. ``state``: stopped | running (ok) | still-running |
+    name-mismatch | never-started | crash-looping | unchanged | shadowed | unhealthy |
+    runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
+    ``--json``. ``shadowing_file``: the other file that defines the same namespace/name and wins.
+    """
+
+    ok: bool
+    state: str
+    message: str
+    elapsed: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+    shadowing_file: str | None = None
+    hint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``wait`` member of a ``--json`` reply."""
+        out: dict[str, Any] = {
+            "ok": self.ok,
+            "state": self.state,
+            "message": self.message,
+            "elapsed": round(self.elapsed, 3),
+        }
+        if self.shadowing_file:
+            out["shadowing_file"] = self.shadowing_file
+        if self.hint:
+            out["hint"] = self.hint
+        out["details"] = self.details
+        return out
+
+    def journal_fields(self) -> dict[str, Any]:
+        """Upper-case journal fields (``Journal.log(..., **outcome.journal_fields())``)."""
+        return {
+            "WAIT_STATE": self.state,
+            "WAIT_ELAPSED": f"{self.elapsed:.1f}",
+            "CONFIG_HASH": self.details.get("config_hash"),
+            "SHADOWING_FILE": self.shadowing_file,
+        }
+
+    def error(self) -> WaitTimeout:
+        """The WaitTimeout (code ``wait-timeout``, exit 6) that reports this failed outcome."""
+        return WaitTimeout(self.message, hint=self.hint, details=self.to_dict())
+
+    def raise_for_failure(self) -> None:
+        """Raise :meth:`error` unless ``ok``."""
+        if not self.ok:
+            raise self.error()
+
+
+def _silent(_: Progress) -> None:
+    return None
+
+
+def _ns(wall: float) -> int:
+    return int(wall * 1_000_000_000)
+
+
+def pod_spec_changed(old_doc: Mapping[str, Any] | None, new_doc: Mapping[str, Any]) -> bool:
+    """Whether the kubelet should see a different pod (and so a new config.hash).
+
+    Compares decoded documents, so comments, whitespace and key order do not count, nor the
+    no-op fields kubeadm writes (``metadata.creationTimestamp: null``, ``status: {}``).
+    Explicitly written API defaults still count as a change although the kubelet's hash ignores
+    them; a wait then ends ``unchanged`` (KUBELET.md "Identity and restarts").
+    """
+    if old_doc is None:
+        return True
+
+    def norm(doc: Mapping[str, Any]) -> Any:
+        d = dict(doc)
+        d.pop("status", None)
+        meta = dict(d.get("metadata") or {})
+        if meta.get("creationTimestamp") is None:
+            meta.pop("creationTimestamp", None)
+        d["metadata"] = meta
+        return d
+
+    return norm(old_doc) != norm(new_doc)
+
+
+class Prover:
+    """Watches the container runtime (and probes) for one node.
+
+    ``crictl``: the runtime client. ``node_name``: the kubelet's node name (default: host name,
+    lower-cased). ``poll_interval``: seconds between looks (default 0.5). ``probe_host``: host for
+    probes that name none (default: sandbox IP for pod-network pods, 127.0.0.1 for hostNetwork).
+    ``clock``/``sleep``/``wall`` exist for tests; timeouts always use the monotonic ``clock``.
+    """
+
+    def __init__(
+        self,
+        crictl: Crictl | None = None,
+        *,
+        node_name: str | None = None,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        probe_host: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.crictl = crictl or Crictl()
+        self.node_name = (node_name or default_node_name()).strip().lower()
+        self.poll_interval = max(0.05, poll_interval)
+        self.probe_host = probe_host
+        self.clock = clock
+        self.sleep = sleep
+        self.wall = wall
+        self._inspected: dict[str, Sandbox | None] = {}
+
+    # --- construction from the command line -------------------------------------------------
+    @classmethod
+    def from_args(cls, args: Any, config: Mapping[str, Any] | None = None) -> Prover:
+        """Build from argparse values (see ``add_wait_arguments``) and config values.
+
+        Precedence: command line, then ``config`` keys ``crictl``, ``runtime_endpoint``,
+        ``node_name``, ``probe_host``, ``poll_interval``, then defaults.
+        """
+        cfg = dict(config or {})
+
+        def pick(attr: str) -> Any:
+            value = getattr(args, attr, None)
+            return value if value not in (None, "") else cfg.get(attr)
+
+        return cls(
+            Crictl(pick("crictl") or "crictl", pick("runtime_endpoint")),
+            node_name=pick("node_name"),
+            probe_host=pick("probe_host"),
+            poll_interval=float(cfg.get("poll_interval") or DEFAULT_POLL_INTERVAL),
+        )
+
+    # --- naming -------------------------------------------------------------------------------
+    def pod_name(self, manifest_doc_or_name: Mapping[str, Any] | str) -> str:
+        """The pod's name on the node: ``<metadata.name>-<node name>`` (KUBELET.md "How a file is
+        decoded")."""
+        if isinstance(manifest_doc_or_name, str):
+            base = manifest_doc_or_name
+        else:
+            base = str((manifest_doc_or_name.get("metadata") or {}).get("name", ""))
+        return f"{base}-{self.node_name}"
+
+    def target(self, manifest_doc: Mapping[str, Any]) -> tuple[str, str]:
+        """(pod name on the node, namespace) for a decoded manifest; namespace defaults to
+        ``default``. Use as ``prover.snapshot(*prover.target(doc))``."""
+        ns = str((manifest_doc.get("metadata") or {}).get("namespace") or "default")
+        return self.pod_name(manifest_doc), ns
+
+    # --- looking ------------------------------------------------------------------------------
+    def observe(self, pod_name: str, namespace: str, *, timeout: float | None = None) -> PodObservation:
+        """One look at the runtime: the pod's sandboxes (matched on metadata name/namespace or the
+        ``io.kubernetes.pod.*`` labels) and their containers. Raises RuntimeUnavailable."""
+        taken = self.wall()
+        pods = self.crictl.pods(timeout=timeout)
+        mine = [s for s in pods if _matches(s.name, s.namespace, s.labels, pod_name, namespace)]
+        ids = {s.id for s in mine}
+        conts = [
+            c
+            for c in self.crictl.containers(timeout=timeout)
+            if c.pod_sandbox_id in ids
+            or (c.labels.get(LABEL_POD_NAME) == pod_name and c.labels.get(LABEL_POD_NAMESPACE) == namespace)
+        ]
+        similar: set[str] = set()
+        suffix = f"-{self.node_name}"
+        if pod_name.endswith(suffix):
+            base = pod_name[: -len(suffix)] + "-"
+            similar = {
+                s.name
+                for s in pods
+                if s.ready
+                and s.namespace == namespace
+                and s.name.startswith(base)
+                and s.name != pod_name
+                and s.annotations.get(CONFIG_SOURCE, "file") == "file"
+            }
+        return PodObservation(pod_name, namespace, taken, tuple(mine), tuple(conts), tuple(sorted(similar)))
+
+    def snapshot(self, pod_name: str, namespace: str) -> PodObservation:
+        """The pod as it is BEFORE the swap (config.hash, sandbox ids). Call it before renaming.
+
+        Raises RuntimeUnavailable when crictl cannot answer: the caller must then not swap.
+        """
+        return self.observe(pod_name, namespace)
+
+    def _inspect(self, sandbox_id: str, timeout: float) -> Sandbox | None:
+        if sandbox_id not in self._inspected:
+            try:
+                self._inspected[sandbox_id] = self.crictl.inspect_pod(sandbox_id, timeout=timeout)
+            except RuntimeUnavailable:
+                return None
+        return self._inspected[sandbox_id]
+
+    # --- park ---------------------------------------------------------------------------------
+    def wait_stopped(
+        self,
+        pod_name: str,
+        namespace: str,
+        *,
+        timeout: float,
+        progress: ProgressCallback | None = None,
+    ) -> Outcome:
+        """Wait until the pod has no ready sandbox and no running container.
+
+        ``timeout``: seconds (monotonic). Returns Outcome ``stopped`` (ok), ``still-running``
+        (what still runs is listed), ``name-mismatch`` (nothing by that name, but the same pod
+        runs under another node name: fix ``--node-name``) or ``runtime-unavailable``.
+        Never raises for what it observes; the caller turns a failed Outcome into WaitTimeout.
+        """
+        report = progress or _silent
+        start = self.clock()
+        deadline = start + max(0.0, timeout)
+        last: PodObservation | None = None
+        last_error: str | None = None
+        while True:
+            now = self.clock()
+            try:
+                obs = self.observe(pod_name, namespace, timeout=max(0.5, deadline - now))
+                last, last_error = obs, None
+                if not obs.ready_sandboxes and not obs.running_containers:
+                    elapsed = self.clock() - start
+                    if obs.similar_names:
+                        out = Outcome(
+                            False,
+                            "name-mismatch",
+                            f"no pod named {namespace}/{pod_name} on this node, but "
+                            f"{', '.join(obs.similar_names)} runs: the node name is probably not "
+                            f"{self.node_name!r}",
+                            elapsed,
+                            {"observation": obs.to_dict()},
+                            hint="pass --node-name (or set node_name in the config): the kubelet's node name",
+                        )
+                    else:
+                        out = Outcome(
+                            True,
+                            "stopped",
+                            f"{namespace}/{pod_name}: no ready sandbox and no running container after {elapsed:.1f} s",
+                            elapsed,
+                            {"observation": obs.to_dict()},
+                        )
+                    report(Progress("done", out.message, elapsed, timeout, done=True))
+                    return out
+                running = ", ".join(sorted({c.name for c in obs.running_containers})) or "sandbox"
+                msg = f"waiting for the kubelet to stop {namespace}/{pod_name} (still running: {running})"
+            except RuntimeUnavailable as exc:
+                last_error = exc.message
+                msg = f"waiting for the container runtime to answer ({exc.message})"
+            elapsed = self.clock() - start
+            report(Progress("stopping", msg, elapsed, timeout))
+            if self.clock() >= deadline:
+                break
+            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        elapsed = self.clock() - start
+        if last is None:
+            out = Outcome(
+                False,
+                "runtime-unavailable",
+                f"could not ask the container runtime about {namespace}/{pod_name} for {elapsed:.0f} s: {last_error}",
+                elapsed,
+                {},
+                hint="check crictl and the CRI endpoint (--runtime-endpoint)",
+            )
+        else:
+            ids = [s.id[:13] for s in last.ready_sandboxes] or sorted(
+                {c.pod_sandbox_id[:13] for c in last.running_containers}
+            )
+            names = sorted({c.name for c in last.running_containers})
+            out = Outcome(
+                False,
+                "still-running",
+                f"{namespace}/{pod_name} still runs {elapsed:.0f} s after its manifest left the directory "
+                f"(sandbox {', '.join(ids)}; containers: {', '.join(names) or 'none'})",
+                elapsed,
+                {"observation": last.to_dict(), **({"runtime_error": last_error} if last_error else {})},
+                hint=(
+                    "a kubelet restarted while the apiserver was unreachable skips removals "
+                    "(KUBELET.md 'Identity and restarts'); check `journalctl -u kubelet`, restart the "
+                    "kubelet, or stop it by hand: crictl stopp " + " ".join(ids)
+                ),
+            )
+        report(Progress("done", out.message, elapsed, timeout, done=True))
+        return out
+
+    # --- unpark / apply / edit / rollback -----------------------------------------------------
+    def wait_started(
+        self,
+        pod_name: str,
+        namespace: str,
+        *,
+        before: PodObservation | None,
+        swap_time: float,
+        manifest_doc: Mapping[str, Any],
+        manifest_changed: bool,
+        manifest_dir: Path,
+        timeout: float,
+        progress: ProgressCallback | None = None,
+        manifest_file: str | None = None,
+    ) -> Outcome:
+        """Wait until the new pod runs and its probes pass.
+
+        ``before``: :meth:`snapshot` taken before the swap. ``swap_time``: wall-clock seconds
+        (``time.time()``) taken just before the rename. ``manifest_changed``: the pod changed as the
+        kubelet sees it (:func:`pod_spec_changed`); then a config.hash different from the one
+        running before is required. ``manifest_file``: our file's name in ``manifest_dir`` (optional;
+        without it, ours is recognised by content). ``timeout``: seconds (monotonic).
+
+        Returns Outcome ``running`` (ok), ``never-started``, ``crash-looping``, ``unchanged``,
+        ``shadowed`` (with ``shadowing_file``), ``unhealthy`` or ``runtime-unavailable``.
+        """
+        report = progress or _silent
+        start = self.clock()
+        deadline = start + max(0.0, timeout)
+        swap_ns = _ns(swap_time) - 1_000_000_000  # 1 s of slack for clock granularity
+        old_ids = before.sandbox_ids if before else set()
+        old_hashes = before.ready_hashes if before else set()
+        want_names = [
+            str(c.get("name"))
+            for c in (manifest_doc.get("spec") or {}).get("containers") or []
+            if isinstance(c, Mapping)
+        ]
+        host_network = bool((manifest_doc.get("spec") or {}).get("hostNetwork"))
+        specs = probe_specs(manifest_doc)
+        trackers: dict[str, list[ProbeTracker]] = {}
+        health_sandbox: str | None = None
+        shadow_checked = False
+        last: PodObservation | None = None
+        last_error: str | None = None
+        chosen: Sandbox | None = None
+        phase = "sandbox"
+
+        def finish(out: Outcome) -> Outcome:
+            out.elapsed = self.clock() - start
+            out.details.setdefault("observation", last.to_dict() if last else None)
+            out.details.setdefault("before_config_hash", before.config_hash if before else None)
+            report(Progress("done", out.message, out.elapsed, timeout, done=True))
+            return out
+
+        while True:
+            now = self.clock()
+            elapsed = now - start
+            try:
+                obs = self.observe(pod_name, namespace, timeout=max(0.5, deadline - now))
+                last, last_error = obs, None
+            except RuntimeUnavailable as exc:
+                obs, last_error = None, exc.message
+            msg = f"waiting for the container runtime to answer ({last_error})"
+            if obs is not None:
+                chosen = self._pick_sandbox(obs, old_ids, old_hashes, manifest_changed)
+                if chosen is None:
+                    phase = "sandbox"
+                    if manifest_changed and old_hashes and obs.ready_hashes & old_hashes:
+                        msg = (
+                            f"waiting for the kubelet to replace {namespace}/{pod_name} "
+                            f"(config.hash {sorted(obs.ready_hashes & old_hashes)[0][:12]} still runs)"
+                        )
+                        if not shadow_checked and elapsed >= min(RELIST_GRACE, timeout):
+                            shadow_checked = True
+                            shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
+                            if shadow:
+                                return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
+                    else:
+                        msg = f"waiting for a new sandbox of {namespace}/{pod_name}"
+                else:
+                    conts = obs.containers_of(chosen.id)
+                    is_new = chosen.id not in old_ids
+                    running = {c.name for c in conts if c.running and (not is_new or c.created_ns >= swap_ns)}
+                    missing = [n for n in want_names if n not in running]
+                    if missing:
+                        phase = "containers"
+                        msg = f"waiting for containers of {namespace}/{pod_name}: {', '.join(missing)}"
+                        health_sandbox = None
+                    else:
+                        phase = "health"
+                        if health_sandbox != chosen.id:
+                            health_sandbox = chosen.id
+                            trackers = self._trackers(specs, conts, now)
+                        host = self._probe_host(chosen, host_network, deadline - now)
+                        verdict = self._run_due_probes(trackers, conts, host, deadline)
+                        if verdict == "healthy":
+                            shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
+                            if shadow:
+                                return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
+                            return finish(self._running(namespace, pod_name, chosen, is_new, trackers, host))
+                        if verdict == "unhealthy":
+                            return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=True))
+                        waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
+                        msg = "waiting for " + ("; ".join(waiting[:2]) if waiting else "probes")
+            report(Progress(phase, msg, self.clock() - start, timeout))
+            if self.clock() >= deadline:
+                break
+            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+
+        # --- deadline passed: say exactly what was seen ----------------------------------------
+        if last is None:
+            return finish(
+                Outcome(
+                    False,
+                    "runtime-unavailable",
+                    f"could not ask the container runtime about {namespace}/{pod_name}: {last_error}",
+                    hint="check crictl and the CRI endpoint (--runtime-endpoint)",
+                )
+            )
+        if phase == "health" and chosen is not None:
+            host = self._probe_host(chosen, host_network, 1.0)
+            return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=False))
+        if manifest_changed and old_hashes and last.ready_hashes & old_hashes:
+            shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
+            if shadow:
+                return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
+            old = sorted(last.ready_hashes & old_hashes)[0]
+            return finish(
+                Outcome(
+                    False,
+                    "unchanged",
+                    f"{namespace}/{pod_name} still runs config.hash {old[:12]} from before the swap; "
+                    f"the kubelet did not replace it within {timeout:.0f} s",
+                    details={"config_hash": old},
+                    hint=(
+                        "check `journalctl -u kubelet` (the kubelet may not have read the file); a change "
+                        "made only of explicitly written API defaults does not change the pod "
+                        "(KUBELET.md 'Identity and restarts')"
+                    ),
+                )
+            )
+        new_sb = [s for s in last.sandboxes if s.id not in old_ids]
+        exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= swap_ns]
+        if chosen is not None or exited:
+            sb = chosen or (sorted(new_sb, key=lambda s: s.created_ns)[-1] if new_sb else None)
+            conts = last.containers_of(sb.id) if sb else exited
+            summary = ", ".join(
+                f"{c.name} {c.state.removeprefix('CONTAINER_').lower()} (attempt {c.attempt})" for c in conts
+            )
+            state = "crash-looping" if exited else "never-started"
+            return finish(
+                Outcome(
+                    False,
+                    state,
+                    f"{namespace}/{pod_name}: sandbox {sb.id[:13] if sb else '?'} exists but not every "
+                    "container "
+                    f"runs after {timeout:.0f} s ({summary or 'no containers yet'})",
+                    details={"config_hash": sb.config_hash if sb else None},
+                    hint="see `crictl ps -a --pod <id>` and `crictl logs <container>`",
+                )
+            )
+        return finish(
+            Outcome(
+                False,
+                "never-started",
+                f"no new sandbox for {namespace}/{pod_name} appeared within {timeout:.0f} s",
+                hint=(
+                    "the kubelet may have refused the pod (admission: OutOfcpu/OutOfmemory, host port "
+                    "in use: KUBELET.md 'What the kubelet refuses'), not read the file, or still be "
+                    "pulling the image; see `journalctl -u kubelet`"
+                ),
+            )
+        )
+
+    # --- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _pick_sandbox(
+        obs: PodObservation, old_ids: set[str], old_hashes: set[str], manifest_changed: bool
+    ) -> Sandbox | None:
+        ready = sorted(obs.ready_sandboxes, key=lambda s: s.created_ns, reverse=True)
+        for s in ready:
+            if s.id in old_ids:
+                continue
+            if manifest_changed and s.config_hash and s.config_hash in old_hashes:
+                continue
+            return s
+        if not manifest_changed:
+            # The same pod may never have stopped (unpark soon after park, or a no-op apply).
+            return ready[0] if ready else None
+        return None
+
+    def _probe_host(self, sandbox: Sandbox, host_network: bool, timeout: float) -> str:
+        if self.probe_host:
+            return self.probe_host
+        if host_network:
+            return "127.0.0.1"
+        inspected = self._inspect(sandbox.id, max(0.5, timeout))
+        return (inspected.ip if inspected and inspected.ip else None) or sandbox.ip or "127.0.0.1"
+
+    def _trackers(self, specs: list[Any], conts: list[Container], now: float) -> dict[str, list[ProbeTracker]]:
+        wall_now = self.wall()
+        started = {c.name: c.created_ns / 1e9 for c in conts if c.running}
+        out: dict[str, list[ProbeTracker]] = {}
+        for spec in specs:
+            begin = started.get(spec.container, wall_now)
+            due = now + max(0.0, begin + spec.initial_delay - wall_now)
+            out.setdefault(spec.container, []).append(ProbeTracker(spec, due))
+        return out
+
+    def _run_due_probes(
+        self, trackers: dict[str, list[ProbeTracker]], conts: list[Container], host: str, deadline: float
+    ) -> str:
+        """Run every probe that is due; return healthy | unhealthy | pending."""
+        ids = {c.name: c.id for c in conts if c.running}
+        exec_runner = self.crictl.exec_sync
+        all_healthy = True
+        for cname, ts in trackers.items():
+            by_kind = {t.spec.kind: t for t in ts}
+            startup = by_kind.get("startupProbe")
+            phase_probes = (
+                [startup] if startup and not startup.succeeded else [t for t in ts if t.spec.kind != "startupProbe"]
+            )
+            for t in phase_probes:
+                now = self.clock()
+                if t is None or now < t.next_due or now >= deadline:
+                    continue
+                result: ProbeResult = run_probe(t.spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
+                t.record(result, self.clock())
+                if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
+                    return "unhealthy"
+            if startup and not startup.succeeded:
+                all_healthy = False
+                continue
+            ready = by_kind.get("readinessProbe")
+            live = by_kind.get("livenessProbe")
+            if ready is not None:
+                ok = ready.succeeded
+            elif live is not None:
+                ok = live.passed_once
+            else:
+                ok = True
+            all_healthy = all_healthy and ok
+        return "healthy" if all_healthy else "pending"
+
+    def _running(
+        self,
+        namespace: str,
+        pod_name: str,
+        sb: Sandbox,
+        is_new: bool,
+        trackers: dict[str, list[ProbeTracker]],
+        host: str,
+    ) -> Outcome:
+        probes = [t.to_dict(host) for ts in trackers.values() for t in ts]
+        skipped = [t.spec.describe(host) for ts in trackers.values() for t in ts if t.last and t.last.skipped]
+        passed = sum(1 for ts in trackers.values() for t in ts if t.passed_once)
+        what = f"{passed} probe(s) passed" if probes else "no probes in the manifest"
+        note = "" if is_new else " (the same sandbox as before the swap: it never stopped)"
+        return Outcome(
+            True,
+            "running",
+            f"{namespace}/{pod_name} runs with config.hash {(sb.config_hash or '?')[:12]} in sandbox "
+            f"{sb.id[:13]}{note}; {what}",
+            details={
+                "config_hash": sb.config_hash,
+                "sandbox_id": sb.id,
+                "new_sandbox": is_new,
+                "probes": probes,
+                **({"probes_not_run": skipped} if skipped else {}),
+            },
+        )
+
+    def _unhealthy(
+        self,
+        namespace: str,
+        pod_name: str,
+        sb: Sandbox,
+        trackers: dict[str, list[ProbeTracker]],
+        host: str,
+        *,
+        fatal: bool,
+    ) -> Outcome:
+        bad = [t for ts in trackers.values() for t in ts if not t.succeeded and t.runs]
+        bad = bad or [t for ts in trackers.values() for t in ts if not t.succeeded]
+        first = bad[0] if bad else None
+        if first is not None:
+            seen = first.last.message if first.last else "never run"
+            why = f"{first.spec.describe(host)} -> {seen} ({first.failures} failure(s) in a row)"
+        else:
+            why = "probes did not pass"
+        lead = (
+            "failed its probe as many times as failureThreshold allows (the kubelet restarts it now)"
+            if fatal
+            else "did not become healthy before the deadline"
+        )
+        return Outcome(
+            False,
+            "unhealthy",
+            f"{namespace}/{pod_name} (config.hash {(sb.config_hash or '?')[:12]}) {lead}: {why}",
+            details={
+                "config_hash": sb.config_hash,
+                "sandbox_id": sb.id,
+                "probes": [t.to_dict(host) for ts in trackers.values() for t in ts],
+            },
+            hint="see `crictl logs` of the container; probes ran from the node with the manifest's settings",
+        )
+
+    @staticmethod
+    def _shadowed(
+        namespace: str, pod_name: str, shadow: str, manifest_dir: Path, manifest_doc: Mapping[str, Any]
+    ) -> Outcome:
+        return Outcome(
+            False,
+            "shadowed",
+            f"{shadow} also defines {namespace}/{_base_name(manifest_doc)} and sorts last, so the kubelet "
+            "runs it instead of the file just written; the new version never took effect",
+            details={"files_defining_pod": duplicate_files(manifest_dir, manifest_doc)},
+            shadowing_file=shadow,
+            hint=(
+                f"move {shadow} out of {manifest_dir} (KUBELET.md 'Duplicate names across files': the "
+                "lexically last file wins)"
+            ),
+        )
+
+
+def _base_name(doc: Mapping[str, Any]) -> str:
+    return str((doc.get("metadata") or {}).get("name", ""))
+
+
+def _matches(name: str, ns: str, labels: Mapping[str, str], pod_name: str, namespace: str) -> bool:
+    if name == pod_name and ns == namespace:
+        return True
+    return labels.get(LABEL_POD_NAME) == pod_name and labels.get(LABEL_POD_NAMESPACE) == namespace
