@@ -36,8 +36,10 @@ PROG = "staticpodctl"
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one JSON object when ``--json`` is on the line."""
 
+    json_mode = False  # set by main() from the command line before parsing
+
     def error(self, message: str) -> Any:  # type: ignore[override]
-        if "--json" in sys.argv[1:]:
+        if _Parser.json_mode:
             _emit_json({"format_version": FORMAT_VERSION, "command": None, "ok": False,
                         "error": {"code": "usage", "message": message}})
             sys.exit(EXIT_USAGE)
@@ -626,8 +628,12 @@ def cmd_show(args: argparse.Namespace, out: Out) -> int:
         out.finish(True, label=label, version=version.to_dict() if version else None, encoding=enc, content=text)
     else:
         sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        buf = getattr(sys.stdout, "buffer", None)
+        if buf is not None:
+            buf.write(data)  # byte-exact, whatever the encoding
+            buf.flush()
+        else:
+            sys.stdout.write(data.decode("utf-8", "replace"))
     return EXIT_OK
 
 
@@ -706,6 +712,8 @@ def _report_error(out: Out, exc: StaticpodError) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _Parser.json_mode = "--json" in argv
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Out(args)

@@ -172,6 +172,8 @@ _AT_FDCWD = -100
 
 def _load_renameat2():  # type: ignore[no-untyped-def]
     global _renameat2
+    if _renameat2 is None and os.environ.get("STATICPODD_TEST_NO_RENAMEAT2") == "1":
+        _renameat2 = False  # tests: exercise the link()+unlink() fallback
     if _renameat2 is None:
         try:
             import ctypes

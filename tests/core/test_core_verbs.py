@@ -1,0 +1,327 @@
+"""The operator's verbs end to end on a sandbox --root: park, unpark, apply, edit, history, show,
+diff, rollback, status — real files, real SQLite, kubeadm's real manifests from the corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Sandbox, small_pod
+
+SCHED = "kube-scheduler.yaml"
+
+
+def test_park_moves_the_scheduler_out_of_the_kubelets_sight_and_records_who_why_and_until(kubeadm, ctl) -> None:
+    before = (kubeadm.manifests / SCHED).read_bytes()
+    r = ctl("park", "kube-scheduler", "--for", "30m", "--reason", "manual scheduling drill", "--json")
+    assert r.rc == 0, r.err
+    body = r.json()
+    assert body["ok"] and body["format_version"] == 1 and body["command"] == "park"
+    assert body["park"]["reason"] == "manual scheduling drill"
+    assert body["park"]["until"] is not None
+    assert SCHED not in kubeadm.visible()
+    assert (kubeadm.parked / SCHED).read_bytes() == before
+    st = ctl("status", "--json").json()
+    row = next(c for c in st["components"] if c["component"] == "kube-scheduler")
+    assert row["state"] == "parked" and row["parked"]["actor"]
+
+
+def test_unpark_brings_back_the_same_bytes_at_the_same_path_with_the_same_mode(kubeadm, ctl) -> None:
+    os.chmod(kubeadm.manifests / SCHED, 0o640)
+    before = (kubeadm.manifests / SCHED).read_bytes()
+    assert ctl("park", "kube-scheduler").rc == 0
+    r = ctl("unpark", "kube-scheduler")
+    assert r.rc == 0, r.err
+    assert (kubeadm.manifests / SCHED).read_bytes() == before
+    assert stat.S_IMODE(os.stat(kubeadm.manifests / SCHED).st_mode) == 0o640
+    assert not (kubeadm.parked / SCHED).exists()
+    assert kubeadm.visible() == sorted(["etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", SCHED])
+
+
+def test_the_file_name_is_accepted_as_well_as_the_component(kubeadm, ctl) -> None:
+    assert ctl("park", SCHED).rc == 0
+    assert ctl("unpark", SCHED).rc == 0
+
+
+def test_parking_twice_is_a_conflict_that_says_since_when(kubeadm, ctl) -> None:
+    assert ctl("park", "kube-scheduler", "--reason", "drill").rc == 0
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 4
+    err = r.json()["error"]
+    assert err["code"] == "already-parked" and "drill" in err["message"]
+
+
+def test_unpark_refuses_to_overwrite_a_live_file_that_appeared_meanwhile(kubeadm, ctl) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    kubeadm.write(SCHED, small_pod("kube-scheduler", namespace="kube-system"))
+    before = kubeadm.snapshot()
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 4 and r.json()["error"]["code"] == "live-file-exists"
+    after = kubeadm.snapshot()
+    assert after[SCHED] == before[SCHED]
+    assert after[f".staticpodd/parked/{SCHED}"] == before[f".staticpodd/parked/{SCHED}"]
+
+
+def test_unpark_of_a_live_component_says_it_is_not_parked(kubeadm, ctl) -> None:
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 4 and r.json()["error"]["code"] == "not-parked"
+
+
+def test_an_unknown_component_lists_the_known_ones(kubeadm, ctl) -> None:
+    r = ctl("park", "kube-schedular", "--json")
+    assert r.rc == 3
+    err = r.json()["error"]
+    assert err["code"] == "unknown-component" and "kube-scheduler" in err["hint"]
+
+
+def test_park_records_the_user_behind_sudo(kubeadm, ctl_proc) -> None:
+    if os.getuid() != 0:
+        pytest.skip("sudo attribution applies to root processes")
+    r = ctl_proc("park", "kube-scheduler", "--json", env={"SUDO_USER": "alice"})
+    assert r.returncode == 0, r.stderr
+    park = json.loads(r.stdout)["park"]
+    assert park["actor"] == "alice" and park["actor_via"] == "sudo"
+
+
+def test_park_until_a_time_in_the_past_is_a_usage_error(kubeadm, ctl) -> None:
+    r = ctl("park", "kube-scheduler", "--until", "2001-01-01T00:00Z", "--json")
+    assert r.rc == 2 and r.json()["error"]["code"] == "usage"
+    assert SCHED in kubeadm.visible()
+
+
+def test_apply_validates_records_and_swaps_in_keeping_mode_and_owner(kubeadm, ctl, tmp_path) -> None:
+    live = kubeadm.manifests / "kube-apiserver.yaml"
+    os.chmod(live, 0o644)
+    if os.geteuid() == 0:
+        os.chown(live, 1234, 2345)
+    new = live.read_text().replace("- --allow-privileged=true", "- --allow-privileged=true\n    - --profiling=false")
+    src = tmp_path / "kube-apiserver.yaml"
+    src.write_text(new)
+    r = ctl("apply", str(src), "--reason", "CIS 1.2.18", "--json")
+    assert r.rc == 0, r.err
+    body = r.json()
+    assert body["changed"] and body["version"] == 2 and "+    - --profiling=false" in body["diff"]["text"]
+    assert live.read_text() == new
+    st = os.stat(live)
+    assert stat.S_IMODE(st.st_mode) == 0o644
+    if os.geteuid() == 0:
+        assert (st.st_uid, st.st_gid) == (1234, 2345)
+    hist = ctl("history", "kube-apiserver", "--json").json()["versions"]
+    assert [(v["seq"], v["action"]) for v in hist] == [(1, "external"), (2, "apply")]
+    assert hist[1]["reason"] == "CIS 1.2.18"
+
+
+def test_a_new_component_is_created_0600(sandbox, ctl, tmp_path) -> None:
+    src = tmp_path / "web.yaml"
+    src.write_text(small_pod("web"))
+    assert ctl("apply", str(src)).rc == 0
+    p = sandbox.manifests / "web.yaml"
+    assert p.read_text() == small_pod("web")
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
+    if os.geteuid() == 0:
+        assert (os.stat(p).st_uid, os.stat(p).st_gid) == (0, 0)
+
+
+def test_applying_the_same_bytes_again_touches_nothing(sandbox, ctl, tmp_path) -> None:
+    src = tmp_path / "web.yaml"
+    src.write_text(small_pod("web"))
+    assert ctl("apply", str(src), "--detailed-exitcode").rc == 2
+    live = sandbox.manifests / "web.yaml"
+    st1 = os.stat(live)
+    r = ctl("apply", str(src), "--detailed-exitcode", "--json")
+    assert r.rc == 0 and r.json()["changed"] is False
+    st2 = os.stat(live)
+    assert (st1.st_ino, st1.st_mtime_ns, st1.st_ctime_ns, st1.st_mode) == (
+        st2.st_ino, st2.st_mtime_ns, st2.st_ctime_ns, st2.st_mode)
+    assert [v["seq"] for v in ctl("history", "web", "--json").json()["versions"]] == [1]
+
+
+def test_apply_check_and_diff_change_nothing_and_show_what_would(kubeadm, ctl, tmp_path) -> None:
+    src = tmp_path / "kube-scheduler.yaml"
+    src.write_text((kubeadm.manifests / SCHED).read_text().replace("--leader-elect=true", "--leader-elect=false"))
+    before = kubeadm.snapshot()
+    for flag in ("--check", "--diff"):
+        r = ctl("apply", str(src), flag, "--json", "--detailed-exitcode")
+        assert r.rc == 2, r.err
+        body = r.json()
+        assert body["changed"] and body["check"]
+        assert "+    - --leader-elect=false" in body["diff"]["text"]
+    assert kubeadm.snapshot() == before
+    assert not (kubeadm.root / "var/lib/staticpodd/versions.sqlite3").exists()
+
+
+def test_salt_can_read_changed_and_comment_from_the_last_line(sandbox, ctl, tmp_path) -> None:
+    src = tmp_path / "web.yaml"
+    src.write_text(small_pod("web"))
+    last = ctl("apply", str(src), "--json").out.strip().splitlines()[-1]
+    state = json.loads(last)
+    assert state["changed"] is True and "web" in state["comment"]
+
+
+@pytest.mark.parametrize(
+    ("case", "line"),
+    [("B05-empty.yaml", None), ("B22a-tab-indent.yaml", True), ("B08-daemonset.yaml", True),
+     ("B09-multidoc-configmap-first.yaml", True), ("B12-no-name.yaml", None), ("B23-missing-comma.json", True)],
+)
+def test_an_invalid_manifest_is_refused_with_file_and_line_and_nothing_changes(kubeadm, ctl, corpus, case, line):
+    before = kubeadm.snapshot()
+    r = ctl("apply", str(corpus / "cases" / case), "--as", "kube-apiserver", "--json")
+    assert r.rc == 1
+    err = r.json()["error"]
+    assert err["code"] == "invalid-manifest"
+    assert err["path"].endswith(case)
+    assert err["findings"] and err["findings"][0]["severity"] == "error"
+    if line:
+        assert isinstance(err["line"], int)
+    assert kubeadm.snapshot() == before
+
+
+def test_human_errors_read_like_a_compiler(kubeadm, ctl, corpus) -> None:
+    r = ctl("apply", str(corpus / "cases" / "B22a-tab-indent.yaml"), "--as", "kube-apiserver")
+    assert r.rc == 1
+    first = r.err.splitlines()[0]
+    assert first.startswith(str(corpus / "cases" / "B22a-tab-indent.yaml") + ":")
+    assert "error[" in first and "nothing was changed" in r.err
+
+
+def test_a_second_file_defining_the_same_pod_is_refused_naming_it(kubeadm, ctl, tmp_path) -> None:
+    (kubeadm.manifests / "kube-apiserver.yaml.bak").write_bytes((kubeadm.manifests / "kube-apiserver.yaml").read_bytes())
+    src = tmp_path / "kube-apiserver.yaml"
+    src.write_text((kubeadm.manifests / "kube-apiserver.yaml").read_text().replace("--v=2", "--v=3") + "\n# x\n")
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 4
+    err = r.json()["error"]
+    assert err["code"] == "conflict" and "kube-apiserver.yaml.bak" in err["message"]
+
+
+def test_drift_is_recorded_before_any_change_so_nothing_is_lost(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "etcd").rc == 0  # first contact: everything is adopted
+    hand = (kubeadm.manifests / SCHED).read_text() + "# edited by hand at 3 a.m.\n"
+    (kubeadm.manifests / SCHED).write_text(hand)
+    src = tmp_path / SCHED
+    src.write_text(hand.replace("--leader-elect=true", "--leader-elect=false"))
+    assert ctl("apply", str(src)).rc == 0
+    hist = ctl("history", "kube-scheduler", "--json").json()["versions"]
+    assert [v["action"] for v in hist] == ["external", "external", "apply"]
+    assert hist[1]["actor"] == "external"
+    shown = ctl("show", "kube-scheduler@2")
+    assert shown.out == hand
+
+
+def test_rollback_puts_the_previous_bytes_back_as_a_new_version(kubeadm, ctl, tmp_path) -> None:
+    original = (kubeadm.manifests / SCHED).read_bytes()
+    for v in ("--v=3", "--v=4"):
+        src = tmp_path / SCHED
+        src.write_bytes(original.replace(b"--leader-elect=true", b"--leader-elect=true\n    - " + v.encode()))
+        assert ctl("apply", str(src)).rc == 0
+    r = ctl("rollback", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["rolled_back_to"] == 2
+    assert b"--v=3" in (kubeadm.manifests / SCHED).read_bytes()
+    r = ctl("rollback", "kube-scheduler", "--to", "1", "--json")
+    assert r.rc == 0 and r.json()["version"] == 5
+    assert (kubeadm.manifests / SCHED).read_bytes() == original
+    acts = [v["action"] for v in ctl("history", "kube-scheduler", "--json").json()["versions"]]
+    assert acts == ["external", "apply", "apply", "rollback", "rollback"]
+    assert ctl("rollback", "kube-scheduler", "--to", "99", "--json").json()["error"]["code"] == "unknown-version"
+
+
+def test_diff_and_show_speak_in_versions(kubeadm, ctl, tmp_path) -> None:
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.manifests / SCHED).read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    assert ctl("apply", str(src)).rc == 0
+    d = ctl("diff", "kube-scheduler", "1", "2").out
+    assert d.startswith("--- kube-scheduler@1\n+++ kube-scheduler@2\n")
+    assert "-    - --leader-elect=true" in d and "+    - --leader-elect=false" in d
+    assert ctl("diff", "kube-scheduler").out == ""  # newest version vs live: no drift
+    assert ctl("show", "kube-scheduler").out == src.read_text()
+    assert ctl("show", "kube-scheduler@x", "--json").rc == 2
+
+
+def test_apply_to_a_parked_component_updates_the_parked_copy_and_keeps_it_parked(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.parked / SCHED).read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 0 and r.json()["location"] == "parked" and "stays parked" in r.json()["msg"]
+    assert SCHED not in kubeadm.visible()
+    assert (kubeadm.parked / SCHED).read_bytes() == src.read_bytes()
+    r = ctl("apply", str(src), "--unpark", "--json")
+    assert r.rc == 0 and r.json()["location"] == "live"
+    assert (kubeadm.manifests / SCHED).read_bytes() == src.read_bytes()
+
+
+def write_editor(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "editor.py"
+    script.write_text(f"import sys\np = sys.argv[1]\n{body}\n")
+    return f"{sys.executable} {script}"
+
+
+def test_edit_validates_the_staged_copy_before_the_swap(kubeadm, ctl, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EDITOR", write_editor(tmp_path, (
+        "s = open(p).read().replace('--leader-elect=true', '--leader-elect=false')\nopen(p, 'w').write(s)")))
+    monkeypatch.delenv("VISUAL", raising=False)
+    r = ctl("edit", "kube-scheduler", "--reason", "test", "--json")
+    assert r.rc == 0, r.err
+    assert b"--leader-elect=false" in (kubeadm.manifests / SCHED).read_bytes()
+    assert ctl("history", "kube-scheduler", "--json").json()["versions"][-1]["action"] == "edit"
+    assert not any((kubeadm.root / "run/staticpodd/edit").iterdir())
+
+
+def test_an_invalid_edit_changes_nothing_and_keeps_the_users_work(kubeadm, ctl, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EDITOR", write_editor(tmp_path, "open(p, 'w').write('apiVersion: v1\\nkind: Pod\\n\\tbad: tab\\n')"))
+    monkeypatch.delenv("VISUAL", raising=False)
+    before = kubeadm.snapshot()
+    r = ctl("edit", "kube-scheduler")
+    assert r.rc == 1
+    assert kubeadm.snapshot() == before
+    kept = list((kubeadm.root / "run/staticpodd/edit").glob("*/kube-scheduler.yaml"))
+    assert len(kept) == 1 and "\tbad" in kept[0].read_text()
+    assert str(kept[0]) in r.err
+
+
+def test_an_edit_that_changes_nothing_records_nothing(kubeadm, ctl, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EDITOR", write_editor(tmp_path, "pass"))
+    monkeypatch.delenv("VISUAL", raising=False)
+    r = ctl("edit", "kube-scheduler")
+    assert r.rc == 0 and "no changes" in r.out
+    assert not (kubeadm.root / "var/lib/staticpodd/versions.sqlite3").exists() or ctl(
+        "history", "kube-scheduler", "--json").json()["versions"] == []
+
+
+def test_the_kubelets_staticPodPath_is_used_by_default(tmp_path, ctl) -> None:
+    root = tmp_path / "node"
+    (root / "var/lib/kubelet").mkdir(parents=True)
+    (root / "var/lib/kubelet/config.yaml").write_text("kind: KubeletConfiguration\nstaticPodPath: /etc/kubernetes/pods\n")
+    pods = root / "etc/kubernetes/pods"
+    pods.mkdir(parents=True)
+    (pods / "web.yaml").write_text(small_pod("web"))
+    r = ctl("park", "web", root=root)
+    assert r.rc == 0, r.err
+    assert (pods / ".staticpodd/parked/web.yaml").exists()
+
+
+def test_json_and_yml_and_gce_manifest_files_are_components(sandbox: Sandbox, ctl, corpus) -> None:
+    sandbox.write("etcd.json", (corpus / "manifests" / "14-k8s-gce-etcd.json").read_bytes())
+    sandbox.write("kube-addon-manager.manifest",
+                  (corpus / "manifests" / "15-k8s-gce-kube-addon-manager.yaml").read_bytes())
+    names = {c["component"]: c["file_name"] for c in ctl("status", "--json").json()["components"]}
+    assert names == {"etcd": "etcd.json", "kube-addon-manager": "kube-addon-manager.manifest"}
+    assert ctl("park", "etcd").rc == 0 and (sandbox.parked / "etcd.json").exists()
+
+
+def test_status_flags_strays_the_kubelet_would_run(kubeadm, ctl) -> None:
+    (kubeadm.manifests / "kube-apiserver.yaml.bak").write_bytes(b"x")
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-apiserver.yaml.bak"]["stray"] is True
+    assert "STRAY" in ctl("status").out
+
+
+def test_usage_errors_are_json_too(ctl) -> None:
+    r = ctl("park", "--json", "--bogus")
+    assert r.rc == 2
+    assert r.json()["error"]["code"] == "usage"
