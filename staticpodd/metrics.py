@@ -118,8 +118,9 @@ def snapshot_from_status(
     "version": int|None, "digest": str|None, "drift": bool, "parked": {"since", "until",
     "actor", "reason"} | None}]}``; timestamps are epoch seconds (``until`` may be None).
     ``findings``: ``staticpodd.validate.Finding`` objects (or their ``to_dict()`` form); used:
-    ``code``, ``severity`` (``error`` counts as a validation failure), ``path`` (mapped to a
-    component by file name). ``previous``: the last snapshot, whose last-failure times carry
+    ``code``, ``severity``, ``path``. An ``error`` finding on a component's file (by file name) is
+    a validation failure of that component; stray and duplicate-pod findings are only counted in
+    ``strays``/``duplicates`` (the validator puts duplicate-pod on the file that *loses*). ``previous``: the last snapshot, whose last-failure times carry
     over while a component validates clean. Pure; raises KeyError/TypeError on a malformed
     status dict.
     """
@@ -133,8 +134,10 @@ def snapshot_from_status(
         by_severity[severity] = by_severity.get(severity, 0) + 1
         if is_stray_finding(code):
             strays += 1
-        elif is_duplicate_finding(code):
+            continue
+        if is_duplicate_finding(code):
             duplicates += 1
+            continue
         path = _finding_get(f, "path")
         if severity == "error" and path:
             name = os.path.basename(str(path))

@@ -107,7 +107,7 @@ FINDINGS = [
     F("unknown-field", "warning", "/etc/kubernetes/manifests/kube-apiserver.yaml"),
     F("stray-backup", "error", "/etc/kubernetes/manifests/kube-apiserver.yaml.bak"),
     F("stray", "warning", "/etc/kubernetes/manifests/4913"),
-    F("duplicate-pod", "error", "/etc/kubernetes/manifests/kube-apiserver.yaml.bak"),
+    F("duplicate-pod", "error", "/etc/kubernetes/manifests/kube-apiserver.yaml"),
 ]
 
 
