@@ -159,9 +159,7 @@ def gate(data: bytes, path: str, options: Options | None = None) -> tuple[Manife
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         first = errors[0]
-        more = (
-            f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        )
+        more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         raise InvalidManifest(
             f"{first.message}{more}",
             findings=findings,

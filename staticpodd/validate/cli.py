@@ -52,9 +52,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         version = parse_version(args.kubernetes_version)
     except ValueError as exc:
         return _usage(out, as_json, str(exc))
-    options = Options(
-        kubernetes_version=version, strict=bool(args.strict), node_name=getattr(args, "node_name", None)
-    )
+    options = Options(kubernetes_version=version, strict=bool(args.strict), node_name=getattr(args, "node_name", None))
     findings = []
     files = []
     for raw in args.paths:

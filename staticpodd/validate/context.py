@@ -9,7 +9,7 @@ from typing import Any
 from staticpodd.manifest import DEFAULT_MAX_BYTES
 from staticpodd.validate.findings import Finding, make
 
-SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34")
+SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
 """Kubernetes minors we ship Pod schemas for (oldest first); the newest is the default."""
 DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
 
@@ -23,6 +23,7 @@ class Options:
     ``max_bytes``: size cap for one file (the kubelet's own is 10 MB).
     ``node_name``: the kubelet's node name (appended to pod names); None -> this host's name.
     ``cpu_capacity_millis`` / ``memory_capacity_bytes``: node capacity; None -> /proc.
+    ``check_host``: check hostPath paths on this machine (False when validating for another node).
     """
 
     kubernetes_version: str = DEFAULT_VERSION
@@ -31,6 +32,7 @@ class Options:
     node_name: str | None = None
     cpu_capacity_millis: int | None = None
     memory_capacity_bytes: int | None = None
+    check_host: bool = True
 
     def resolved_node_name(self) -> str:
         """The node name the kubelet would use: ``node_name`` or the lower-cased host name."""
@@ -70,9 +72,7 @@ class Context:
         spec = self.doc.get("spec")
         return spec if isinstance(spec, dict) else {}
 
-    def add(
-        self, code: str, severity: str, field_path: str | None, message: str, hint: str | None = None
-    ) -> None:
+    def add(self, code: str, severity: str, field_path: str | None, message: str, hint: str | None = None) -> None:
         """Record a finding located at ``field_path``."""
         self.findings.append(make(code, severity, self.path, self.positions, field_path, message, hint))
 

@@ -57,9 +57,7 @@ def read_file_findings(p: Path, display: str, options: Options, validate: Valida
     return _read_one(p, display, options, validate)[2]
 
 
-def _read_one(
-    p: Path, display: str, options: Options, validate: ValidateFn
-) -> tuple[Any, dict, list[Finding]]:
+def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> tuple[Any, dict, list[Finding]]:
     with open(p, "rb") as fh:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
@@ -230,9 +228,7 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn) -> 
             doc, positions, file_findings = _read_one(full, display, options, validate)
         except OSError as exc:
             findings.append(
-                Finding(
-                    "unreadable", "error", display, None, None, None, f"cannot read: {exc.strerror}", None
-                )
+                Finding("unreadable", "error", display, None, None, None, f"cannot read: {exc.strerror}", None)
             )
             continue
         findings.extend(file_findings)
@@ -254,8 +250,7 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn) -> 
                     None,
                     None,
                     f"stray file ({why}): the kubelet reads every non-dot file here as a pod, "
-                    "whatever its name"
-                    + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
+                    "whatever its name" + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
                     "move it out of the directory or give it a dot-name",
                 )
             )

@@ -235,8 +235,7 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
                     "metadata.name",
                     f"the kubelet names the pod {full[:40]}... ({len(full)} characters: metadata.name "
                     f"plus '-{node_name}'), which {why}; the pod is refused",
-                    f"shorten metadata.name to at most {DNS1123_SUBDOMAIN_MAX - len(node_name) - 1} "
-                    "characters",
+                    f"shorten metadata.name to at most {DNS1123_SUBDOMAIN_MAX - len(node_name) - 1} characters",
                 )
             )
     ns = meta.get("namespace") if isinstance(meta, dict) else None
