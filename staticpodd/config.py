@@ -68,12 +68,14 @@ class NodeCapacity:
     cpu: str | float | None = None
     memory: str | int | None = None
 
+    @property
     def cpu_millis(self) -> int | None:
         """``cpu`` in millicores (``"3500m"`` -> 3500, ``"4"`` -> 4000), or None."""
         if self.cpu is None:
             return None
         return int(round(parse_quantity(self.cpu) * 1000))
 
+    @property
     def memory_bytes(self) -> int | None:
         """``memory`` in bytes (``"16Gi"`` -> 17179869184), or None."""
         if self.memory is None:

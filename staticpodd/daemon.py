@@ -115,8 +115,8 @@ def read_heartbeat(layout: Layout) -> dict[str, Any] | None:
 
     Shape (format 1; times are epoch seconds): ``format, pid, version, root, manifest_dir,
     state ("starting"|"running"|"reloading"|"stopping"|"stopped"), ready, started_at,
-    last_loop, last_rescan, interval`` (the daemon rewrites it at least every ``interval``
-    seconds while alive: treat ``now - last_loop > 3 * interval`` as unhealthy), ``status``
+    last_loop, last_rescan, heartbeat_interval`` (the daemon rewrites it at least every ``interval``
+    seconds while alive: treat ``now - last_loop > 3 * heartbeat_interval`` as unhealthy), ``status``
     (the STATUS= line), ``summary {live, parked, missing, problems}``, ``problems [{code,
     severity, path, component, message}]``, ``parks [ParkRecord.to_dict()]``, ``config {path,
     digest, generation, loaded_at}``, ``reload {seq, status ("ok"|"refused"|null), error, at}``,
@@ -240,7 +240,13 @@ class Daemon:
     def _build_engine(self) -> Any:
         from .engine import Actor, Engine
 
-        return Engine(self.layout, actor=Actor.daemon(), journal=self.journal, config=self.config)
+        return Engine(
+            self.layout,
+            actor=Actor.daemon(),
+            journal=self.journal,
+            config=self.config,
+            lock_timeout=self.config.lock_timeout,
+        )
 
     def _install_signals(self) -> None:
         def on_stop(signum: int, _frame: Any) -> None:
@@ -305,6 +311,7 @@ class Daemon:
         self.state = "running"
         self.ready = True
         status = self._status_line()
+        self._heartbeat()  # before READY=1: whoever waits for READY sees a current heartbeat
         self.notifier.ready(status)
         self._last_status = status
         self.log(
@@ -479,10 +486,10 @@ class Daemon:
         names = list(names)
         try:
             with self.engine.locked():
-                if recover:
-                    for item in self.engine.recover() or []:
-                        self._say(f"recovered: {item}")
-                changes = self.engine.scan(None if full else names)
+                if recover:  # locked() has run Engine.recover() on its first acquisition
+                    for item in getattr(self.engine, "last_recovery", None) or []:
+                        self._say(f"recovered interrupted operation: {item}")
+                changes = self.engine.scan(None if full else names, validate=True)
                 plan = plan_changes(changes, self.config)
                 self._track_changes(changes)
                 if full or names or changes:
@@ -496,6 +503,11 @@ class Daemon:
                 expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks]
                 plan.extend(plan_expired_parks(expired, time.time()))
                 self._execute(plan)
+                if plan.actions:  # the directory changed under our hands: refresh what we report
+                    found = self._directory_findings()
+                    findings = [f for f in found if is_directory_finding(f)]
+                    self.finding_keys = {finding_key(f) for f in findings}
+                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
                 self._refresh_summary()
             self.runtime_problems.pop("lock", None)
             self._retry_full = False
@@ -548,13 +560,12 @@ class Daemon:
         self._retry_at = time.monotonic() + RETRY_DELAY
 
     def _track_changes(self, changes: Iterable[Any]) -> None:
-        """Keep the invalid-live and broken-park problem lists in step with observed changes."""
+        """Keep the invalid-live problem list in step with the live changes just observed."""
         for ch in changes:
             file_name = _get(ch, "file_name")
-            kind = str(_get(ch, "kind") or "")
-            if kind.startswith("parked"):
+            if _get(ch, "location") != "live":
                 continue
-            if _get(ch, "valid") is False and kind not in ("deleted", "moved_out", "removed"):
+            if _get(ch, "valid") is False and _get(ch, "kind") != "removed":
                 self.invalid_live[file_name] = {
                     "code": "invalid-live",
                     "severity": "error",
@@ -564,14 +575,6 @@ class Daemon:
                 }
             else:
                 self.invalid_live.pop(file_name, None)
-            if kind in ("park_broken", "broken_park", "written_back"):
-                self.broken_parks[file_name] = {
-                    "code": "park-broken",
-                    "severity": "error",
-                    "component": _get(ch, "component"),
-                    "path": str(self.layout.live_path(file_name)),
-                    "message": f"{file_name} was written back while parked",
-                }
 
     def _track_invalid_files(self, found: list[Any], changes: list[Any]) -> None:
         """Live files whose contents fail validation (per-file error findings) become problems.
@@ -691,17 +694,22 @@ class Daemon:
         data = status.to_dict() if hasattr(status, "to_dict") else dict(status)
         comps = data.get("components") or []
         counts = {"live": 0, "parked": 0, "missing": 0}
-        parked_names = set()
         for c in comps:
             st = c.get("state")
             if st in counts:
                 counts[st] += 1
-            if st == "parked":
-                parked_names.add(c.get("file_name"))
         self.summary = counts
-        for name in list(self.broken_parks):
-            if name not in parked_names:
-                self.broken_parks.pop(name, None)
+        self.broken_parks = {
+            c["file_name"]: {
+                "code": "park-broken",
+                "severity": "error",
+                "component": c.get("component"),
+                "path": str(self.layout.live_path(c["file_name"])),
+                "message": f"{c['file_name']} is live again while {c.get('component')} is parked",
+            }
+            for c in comps
+            if c.get("park_broken")
+        }
         parks = self.engine.store.parks()
         self.parks = [p.to_dict() if hasattr(p, "to_dict") else dict(p) for p in parks]
         live_keys = {(p.component, p.until) for p in parks}
@@ -797,7 +805,7 @@ class Daemon:
             "started_at": self.started_at,
             "last_loop": time.time(),
             "last_rescan": self.last_rescan,
-            "interval": min(HEARTBEAT_INTERVAL, self.config.rescan_interval),
+            "heartbeat_interval": min(HEARTBEAT_INTERVAL, self.config.rescan_interval),
             "status": self._status_line(),
             "summary": {**self.summary, "problems": len(problems)},
             "problems": problems,
@@ -850,8 +858,8 @@ def validate_options(config: Config) -> Any:
         ("kubernetes_version", version),
         ("max_bytes", config.max_manifest_bytes),
         ("node_name", config.node_name),
-        ("cpu_capacity_millis", cap.cpu_millis() if cap else None),
-        ("memory_capacity_bytes", cap.memory_bytes() if cap else None),
+        ("cpu_capacity_millis", cap.cpu_millis if cap else None),
+        ("memory_capacity_bytes", cap.memory_bytes if cap else None),
     ):
         if name in params and value is not None:
             kw[name] = value

@@ -68,12 +68,14 @@ class Notifier:
         self.impl = "none"
         self._send: Sender | None = None
         if self.address:
-            if impl in ("auto", "systemd"):
+            # libsystemd reads $NOTIFY_SOCKET from the process environment itself
+            same_env = os.environ.get("NOTIFY_SOCKET") == self.address
+            if impl in ("auto", "systemd") and same_env:
                 self._send = _systemd_sender()
                 if self._send is not None:
                     self.impl = "systemd"
-                elif impl == "systemd":
-                    raise RuntimeError("systemd-python is not installed")
+            if self._send is None and impl == "systemd":
+                raise RuntimeError("systemd-python is not installed, or env is not the process environment")
             if self._send is None:
                 self._send = _stdlib_sender(self.address)
                 self.impl = "stdlib"

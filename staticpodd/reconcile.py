@@ -24,10 +24,35 @@ from typing import Any
 
 from .journal import ERR, NOTICE, WARNING, Event
 
-#: Change kinds (engine ``Change.kind``) that mean a name left the kubelet's directory.
-REMOVAL_KINDS = frozenset({"deleted", "removed", "moved_out", "missing", "parked_deleted", "parked_removed"})
-#: Change kinds that mean a parked component was written back into the directory.
-BROKEN_PARK_KINDS = frozenset({"park_broken", "broken_park", "written_back"})
+#: What each engine ``Change.kind`` (``staticpodd.engine.Change``) means, as
+#: ``kind -> (event, sentence)``; ``{f}`` is the file name. The kubelet's view: a removal or a
+#: move out of the directory stops the pod at its next look (KUBELET.md "When the kubelet looks").
+CHANGE_KINDS: dict[str, tuple[Event, str]] = {
+    "created": (Event.EXTERNAL_CHANGE, "{f} was created by someone else"),
+    "modified": (Event.EXTERNAL_CHANGE, "{f} was modified by someone else"),
+    "moved-in": (Event.EXTERNAL_CHANGE, "{f} was moved into the manifest directory by someone else"),
+    "mode-changed": (Event.EXTERNAL_CHANGE, "mode or owner of {f} was changed by someone else"),
+    "parked-copy-edited": (Event.EXTERNAL_CHANGE, "the parked copy of {f} was edited by hand"),
+    "unparked-by-hand": (
+        Event.EXTERNAL_CHANGE,
+        "{f} was put back into the manifest directory by hand while parked; the park is over",
+    ),
+    "removed": (Event.EXTERNAL_REMOVAL, "{f} was removed by someone else; the kubelet stops its pod"),
+    "moved-out": (
+        Event.EXTERNAL_REMOVAL,
+        "{f} was moved into .staticpodd/parked/ by hand; the kubelet stops its pod",
+    ),
+    "parked-copy-removed": (
+        Event.EXTERNAL_REMOVAL,
+        "the parked copy of {f} was removed by someone else; its park is dropped",
+    ),
+    "park-broken": (
+        Event.PARK_BROKEN,
+        "{f} was written back into the manifest directory while it is parked: the kubelet runs it again",
+    ),
+}
+#: Kinds that carry no report of their own (the engine logs adoption of a fresh store at info).
+QUIET_KINDS = frozenset({"adopted"})
 
 
 @dataclass(frozen=True)
@@ -87,102 +112,69 @@ def _finding_summary(findings: Iterable[Any], limit: int = 3) -> str:
     return ", ".join(out)
 
 
-def _verb(kind: str) -> str:
-    """``parked_modified`` -> ``modified``; ``moved_out`` -> ``moved out``."""
-    return kind.replace("parked_", "").replace("_", " ")
-
-
 def plan_changes(changes: Iterable[Any], config: Any) -> Plan:
     """Reports and actions for the engine's ``Change`` records from one scan.
 
-    ``Change`` shape: ``component, file_name, kind, version (int | None), digest, valid
-    (bool | None), findings``. Every change is reported (actor ``external``). An invalid live
-    write is INVALID_LIVE at error priority and, under ``on_invalid: restore``, a ``restore``
-    action. Finding *messages* are not copied into the journal (they can quote manifest values);
-    only codes and positions are.
+    ``Change`` shape (``staticpodd.engine.Change``): ``component, file_name, location
+    ("live"|"parked"), kind, digest, version (int | None), valid (bool | None), findings``.
+    Every change is reported with actor ``external`` (see :data:`CHANGE_KINDS`). Invalid live
+    bytes are INVALID_LIVE at error priority and, under ``on_invalid: restore``, a ``restore``
+    action -- except for a broken park (restoring would un-park it) and for adoption of a fresh
+    store (there is no earlier version to go back to). Finding *messages* are not copied into the
+    journal (they can quote manifest values); only codes and lines are.
     """
     plan = Plan()
     for ch in changes:
         component = _get(ch, "component")
         file_name = _get(ch, "file_name")
-        kind = str(_get(ch, "kind") or "changed")
+        kind = str(_get(ch, "kind") or "modified")
+        location = _get(ch, "location") or ("parked" if kind.startswith("parked") else "live")
         version = _get(ch, "version")
-        digest = _get(ch, "digest")
         valid = _get(ch, "valid")
         findings = list(_get(ch, "findings") or [])
         fields = {
             "component": component,
             "file_name": file_name,
             "change": kind,
+            "location": location,
             "version": version,
-            "digest": digest,
+            "digest": _get(ch, "digest"),
             "actor": "external",
         }
-        parked = kind.startswith("parked")
-        where = "parked copy of " if parked else ""
-        if kind in BROKEN_PARK_KINDS:
-            plan.reports.append(
-                Report(
-                    Event.PARK_BROKEN,
-                    ERR,
-                    f"{file_name} was written back into the manifest directory while {component} is parked: "
-                    f"the kubelet runs it again (recorded as version {version})",
-                    fields,
-                )
-            )
-        elif kind in REMOVAL_KINDS:
-            plan.reports.append(
-                Report(
-                    Event.EXTERNAL_REMOVAL,
-                    WARNING,
-                    f"{where}{file_name} was {_verb(kind)} by someone else"
-                    + ("" if parked else "; the kubelet stops its pod"),
-                    fields,
-                )
-            )
+        if kind not in QUIET_KINDS:
+            event, sentence = CHANGE_KINDS.get(kind, (Event.EXTERNAL_CHANGE, "{f}: " + kind + " by someone else"))
+            text = sentence.format(f=file_name)
+            if version is not None:
+                text += f" (recorded as version {version})"
+            prio = ERR if event is Event.PARK_BROKEN else WARNING
+            plan.reports.append(Report(event, prio, text, fields))
+        if valid is not False or location != "live":
             continue
-        else:
-            ver = f" (recorded as version {version})" if version is not None else ""
-            plan.reports.append(
-                Report(
-                    Event.EXTERNAL_CHANGE,
-                    WARNING,
-                    f"{where}{file_name} was {_verb(kind)} by someone else{ver}",
-                    fields,
+        summary = _finding_summary(findings)
+        restore = (
+            getattr(config, "on_invalid", "alert") == "restore"
+            and kind not in ("park-broken", "adopted")
+            and bool(component)
+        )
+        plan.reports.append(
+            Report(
+                Event.INVALID_LIVE,
+                ERR,
+                f"{file_name} fails validation ({summary or 'see staticpodctl validate'}); the kubelet drops "
+                "its pod at the next relist (about 20 s)"
+                + ("; restoring the last good version" if restore else "; policy on_invalid=alert"),
+                {**fields, "findings": summary or None, "policy": "restore" if restore else "alert"},
+            )
+        )
+        if restore:
+            plan.actions.append(
+                Action(
+                    "restore",
+                    component,
+                    f"on_invalid=restore: invalid external write of {file_name}",
+                    file_name=file_name,
                 )
             )
-        if valid is False:
-            summary = _finding_summary(findings)
-            if parked:
-                plan.reports.append(
-                    Report(
-                        Event.INVALID_LIVE,
-                        WARNING,
-                        f"parked copy of {file_name} no longer passes validation ({summary}); unpark will refuse it",
-                        {**fields, "findings": summary or None},
-                    )
-                )
-                continue
-            restore = getattr(config, "on_invalid", "alert") == "restore"
-            plan.reports.append(
-                Report(
-                    Event.INVALID_LIVE,
-                    ERR,
-                    f"{file_name} as written by someone else fails validation ({summary}); the kubelet "
-                    "drops its pod at the next relist (about 20 s)"
-                    + ("; restoring the last good version" if restore else "; policy on_invalid=alert"),
-                    {**fields, "findings": summary or None, "policy": "restore" if restore else "alert"},
-                )
-            )
-            if restore and component:
-                plan.actions.append(
-                    Action(
-                        "restore",
-                        component,
-                        f"on_invalid=restore: invalid external write of {file_name}",
-                        file_name=file_name,
-                    )
-                )
     return plan
 
 

@@ -1,0 +1,229 @@
+"""Helpers for running the real staticpodd as a subprocess on a tmp_path --root.
+
+Nothing is mocked: a real inotify watch, real SQLite, real journald (entries read back with
+``journalctl -o json STATICPODD_ROOT=<root>``), and a datagram socket owned by the test standing
+in for systemd's NOTIFY_SOCKET (systemd itself cannot supervise a test process here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KUBEADM = {
+    "kube-apiserver.yaml": "01-zetaoss-kubeadm-kube-apiserver.yaml",
+    "kube-controller-manager.yaml": "02-zetaoss-kubeadm-kube-controller-manager.yaml",
+    "kube-scheduler.yaml": "03-zetaoss-kubeadm-kube-scheduler.yaml",
+    "etcd.yaml": "04-zetaoss-kubeadm-etcd.yaml",
+}
+
+
+def corpus_dir() -> Path:
+    env = os.environ.get("STATICPODD_CORPUS")
+    return Path(env) if env else REPO / ".." / "shared" / "corpus"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def wait_until(fn: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> Any:
+    """Poll ``fn`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what or fn}")
+        time.sleep(interval)
+
+
+def make_root(tmp_path: Path, config: str | None = None) -> Path:
+    """A node root with kubeadm's four control-plane manifests (0600) and an optional config."""
+    corpus = corpus_dir() / "manifests"
+    if not corpus.is_dir():
+        pytest.skip(f"corpus not found at {corpus} (set STATICPODD_CORPUS); needs ../shared/corpus")
+    root = tmp_path / "root"
+    mdir = root / "etc/kubernetes/manifests"
+    mdir.mkdir(parents=True)
+    os.chmod(mdir, 0o700)
+    for name, src in KUBEADM.items():
+        shutil.copyfile(corpus / src, mdir / name)
+        os.chmod(mdir / name, 0o600)
+    if config is not None:
+        (root / "etc/staticpodd").mkdir(parents=True)
+        (root / "etc/staticpodd/staticpodd.yaml").write_text(config)
+    return root
+
+
+class NotifySocket:
+    """An abstract AF_UNIX datagram socket standing in for systemd's notification socket."""
+
+    def __init__(self) -> None:
+        self.name = f"@staticpodd-test-{uuid.uuid4().hex}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind("\0" + self.name[1:])
+        self.messages: list[str] = []
+
+    def _pump(self, timeout: float) -> None:
+        """Receive what has arrived (waiting up to ``timeout`` for the first datagram)."""
+        self.sock.settimeout(max(0.001, timeout))
+        try:
+            self.messages.append(self.sock.recv(65536).decode())
+            self.sock.setblocking(False)
+            while True:
+                self.messages.append(self.sock.recv(65536).decode())
+        except (TimeoutError, BlockingIOError):
+            pass
+
+    def wait_for(self, pred: Callable[[str], bool], timeout: float = 15.0, *, after: int = 0) -> str:
+        """The first message (index >= after) for which ``pred`` holds; waits up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for m in self.messages[after:]:
+                if pred(m):
+                    return m
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"no matching sd_notify message within {timeout} s; got {self.messages}")
+            self._pump(min(left, 0.2))
+
+    def assignments(self, key: str) -> list[str]:
+        """Every value given to ``KEY=`` so far, in order."""
+        out = []
+        for m in self.messages:
+            for line in m.split("\n"):
+                if line.startswith(key + "="):
+                    out.append(line[len(key) + 1 :])
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Daemon:
+    """One staticpodd subprocess: ``python -m staticpodd.daemon --root ROOT``."""
+
+    def __init__(
+        self, root: Path, notify: NotifySocket, *, watchdog_usec: int | None = 2_000_000, args: list[str] | None = None
+    ) -> None:
+        self.root = root
+        self.notify = notify
+        notify._pump(0.001)
+        self.first_message = len(notify.messages)  # messages before this start belong to others
+        env = dict(os.environ)
+        env["NOTIFY_SOCKET"] = notify.name
+        env.pop("WATCHDOG_PID", None)
+        if watchdog_usec:
+            env["WATCHDOG_USEC"] = str(watchdog_usec)
+        self.stderr_path = root.parent / f"staticpodd-{uuid.uuid4().hex[:6]}.stderr"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "staticpodd.daemon", "--root", str(root), *(args or [])],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            cwd=str(REPO),
+        )
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            for m in self.notify.messages[self.first_message :]:
+                if "READY=1" in m.split("\n"):
+                    return m
+            if self.proc.poll() is not None:
+                pytest.fail(f"staticpodd exited {self.proc.returncode} before READY:\n{self.stderr}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"staticpodd not READY within {timeout} s:\n{self.stderr}")
+            self.notify._pump(0.2)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"staticpodd did not stop within {timeout} s:\n{self.stderr}")
+        self._stderr.close()
+        return rc
+
+    def heartbeat(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / "run/staticpodd/daemon.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+
+def journal(root: Path, event: str | None = None) -> list[dict[str, Any]]:
+    """journald entries for this root (optionally one STATICPODD_EVENT), oldest first."""
+    cmd = ["journalctl", "--no-pager", "-o", "json", f"STATICPODD_ROOT={root}"]
+    if event:
+        cmd.append(f"STATICPODD_EVENT={event}")
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def wait_journal(
+    root: Path, event: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True, timeout: float = 15.0
+) -> dict[str, Any]:
+    """The first entry of ``event`` matching ``pred`` (polls journald up to ``timeout``)."""
+
+    def find() -> dict[str, Any] | None:
+        for e in journal(root, event):
+            if pred(e):
+                return e
+        return None
+
+    return wait_until(find, timeout, 0.1, what=f"journal {event} for {root}")
+
+
+def history(root: Path, component: str) -> list[Any]:
+    """Recorded versions of a component, read straight from the SQLite store."""
+    from staticpodd.layout import Layout
+    from staticpodd.store import VersionStore
+
+    db = Layout.build(root).db_path
+    if not db.exists():
+        return []
+    store = VersionStore(db)
+    try:
+        return store.history(component)
+    finally:
+        store.close()
+
+
+def head_digest(root: Path, component: str) -> str | None:
+    h = history(root, component)
+    return h[-1].digest if h else None
+
+
+def staticpodctl(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "staticpodd.cli", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=str(REPO),
+    )

@@ -1,0 +1,346 @@
+"""The real staticpodd, run as a subprocess on a tmp_path --root, watched through sd_notify,
+its heartbeat, the SQLite store and journald.
+
+Only systemd's supervision is stood in for: the test owns the NOTIFY_SOCKET datagram socket
+and sets WATCHDOG_USEC, as systemd would for a Type=notify service with WatchdogSec=.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from daemon_harness import (
+    REPO,
+    corpus_dir,
+    head_digest,
+    history,
+    journal,
+    make_root,
+    sha,
+    staticpodctl,
+    wait_journal,
+    wait_until,
+)
+
+pytestmark = pytest.mark.slow
+
+MANIFESTS = "etc/kubernetes/manifests"
+
+
+def test_ready_status_watchdog_heartbeat_and_clean_stop(tmp_path, run_daemon, notify_socket):
+    root = make_root(tmp_path)
+    d = run_daemon(root, watchdog_usec=600_000)  # ping every 0.3 s
+    ready = d.wait_ready()
+    assert "STATUS=4 live, 0 parked; no problems" in ready.split("\n")
+    notify_socket.wait_for(lambda m: m == "WATCHDOG=1")
+    first = len(notify_socket.messages)
+    notify_socket.wait_for(lambda m: m == "WATCHDOG=1", after=first)
+    hb = d.heartbeat()
+    assert hb["pid"] == d.proc.pid and hb["state"] == "running" and hb["ready"] is True
+    assert hb["summary"] == {"live": 4, "parked": 0, "missing": 0, "problems": 0}
+    assert time.time() - hb["last_loop"] < 15 and hb["heartbeat_interval"] <= 10
+    assert [v.action for v in history(root, "kube-scheduler")] == ["external"]  # adopted at start
+    assert d.stop() == 0
+    notify_socket.wait_for(lambda m: m.split("\n")[0] == "STOPPING=1", timeout=2)
+    assert d.heartbeat()["state"] == "stopped"
+    started = wait_journal(root, "DAEMON_STARTED")
+    assert started["SYSLOG_IDENTIFIER"] == "staticpodd" and started["PRIORITY"] == "5"
+    assert started["MESSAGE_ID"] == "56784f2f85df4587bb35596e079a41e4"
+    wait_journal(root, "DAEMON_STOPPING", lambda e: e.get("SIGNAL") == "SIGTERM")
+
+
+def test_an_external_edit_is_recorded_as_a_version_by_external(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    d = run_daemon(root)
+    d.wait_ready()
+    path = root / MANIFESTS / "kube-scheduler.yaml"
+    new = path.read_bytes().replace(b"- --v=2", b"- --v=4") + b"# tuned by hand\n"
+    with open(path, "wb") as f:  # like `cat > file`: truncate, then write in two steps
+        f.write(new[:100])
+        f.flush()
+        time.sleep(0.05)
+        f.write(new[100:])
+    wait_until(lambda: head_digest(root, "kube-scheduler") == sha(new), what="edit recorded")
+    v = history(root, "kube-scheduler")[-1]
+    assert (v.action, v.actor, v.seq) == ("external", "external", 2)
+    e = wait_journal(root, "EXTERNAL_CHANGE", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    assert e["PRIORITY"] == "4" and e["ACTOR"] == "external" and e["VERSION"] == "2"
+    assert e["DIGEST"] == sha(new)
+    # no manifest contents in any entry the daemon wrote
+    for entry in journal(root):
+        assert "--v=4" not in entry.get("MESSAGE", "") and "tuned by hand" not in str(entry)
+
+
+def test_an_invalid_in_place_edit_is_restored_under_restore(tmp_path, run_daemon):
+    """on_invalid: restore puts the last good version back long before the kubelet's 20 s relist
+    (rescan_interval stays at 20 s, so only the inotify path can be this quick)."""
+    root = make_root(tmp_path, "on_invalid: restore\n")
+    d = run_daemon(root)
+    d.wait_ready()
+    path = root / MANIFESTS / "kube-apiserver.yaml"
+    good = path.read_bytes()
+    bad = good.replace(b"\n    - --", b"\n\t- --", 1)  # a tab in the indentation: a parse error
+    assert bad != good
+    t0 = time.monotonic()
+    path.write_bytes(bad)
+    wait_until(
+        lambda: (
+            [v.digest for v in history(root, "kube-apiserver")][-1:] == [sha(good)]
+            and sha(bad) in [v.digest for v in history(root, "kube-apiserver")]
+        ),
+        timeout=15,
+        what="restore recorded",
+    )
+    assert time.monotonic() - t0 < 15
+    assert path.read_bytes() == good
+    digests = [v.digest for v in history(root, "kube-apiserver")]
+    assert sha(bad) in digests  # the bad bytes are kept in history
+    inv = wait_journal(root, "INVALID_LIVE", lambda e: e.get("FILE_NAME") == "kube-apiserver.yaml")
+    assert inv["PRIORITY"] == "3" and inv["POLICY"] == "restore"
+    assert "\t" not in inv["MESSAGE"]
+    wait_journal(root, "RESTORED_LAST_GOOD", lambda e: e.get("COMPONENT") == "kube-apiserver")
+    time.sleep(0.5)
+    assert d.heartbeat()["problems"] == []
+
+
+def test_an_invalid_edit_under_alert_stays_and_is_a_problem(tmp_path, run_daemon, notify_socket):
+    root = make_root(tmp_path)
+    d = run_daemon(root)
+    d.wait_ready()
+    path = root / MANIFESTS / "etcd.yaml"
+    path.write_bytes(b"")  # B05: empty file -> "Object 'Kind' is missing in 'null'"
+    e = wait_journal(root, "INVALID_LIVE", lambda e: e.get("FILE_NAME") == "etcd.yaml")
+    assert e["PRIORITY"] == "3" and e["POLICY"] == "alert"
+    assert path.read_bytes() == b""
+    wait_until(lambda: any(p["code"] == "invalid-live" for p in d.heartbeat().get("problems", [])))
+    notify_socket.wait_for(lambda m: m.startswith("STATUS=") and "invalid-live etcd.yaml" in m)
+
+
+def test_a_bak_stray_is_reported_and_under_quarantine_moved_out(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    shutil.copyfile(mdir / "kube-apiserver.yaml", mdir / "kube-apiserver.yaml.bak")
+    stray = wait_journal(root, "STRAY_FOUND", lambda e: e.get("FILE_NAME") == "kube-apiserver.yaml.bak")
+    assert stray["PRIORITY"] == "4" and "on_stray=alert" in stray["MESSAGE"]
+    dup = wait_journal(root, "DUPLICATE_POD")
+    assert "kube-apiserver.yaml.bak" in dup["MESSAGE"]
+    assert (mdir / "kube-apiserver.yaml.bak").exists()
+    assert d.stop() == 0
+
+    (root / "etc/staticpodd").mkdir(parents=True)
+    (root / "etc/staticpodd/staticpodd.yaml").write_text("on_stray: quarantine\n")
+    d2 = run_daemon(root)
+    d2.wait_ready()
+    assert not (mdir / "kube-apiserver.yaml.bak").exists()
+    moved = list((mdir / ".staticpodd/quarantine").iterdir())
+    assert [p.name.startswith("kube-apiserver.yaml.bak.") for p in moved] == [True]
+    assert moved[0].read_bytes() == (mdir / "kube-apiserver.yaml").read_bytes()
+    wait_journal(root, "STRAY_QUARANTINED", lambda e: e.get("FILE_NAME") == "kube-apiserver.yaml.bak")
+    # and a new stray while running (vim's probe file) goes the same way
+    (mdir / "4913").write_bytes(b"")
+    wait_until(lambda: not (mdir / "4913").exists(), what="4913 quarantined")
+
+
+def test_a_park_deadline_set_while_the_daemon_was_down_is_honoured(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    original = (mdir / "kube-scheduler.yaml").read_bytes()
+    r = staticpodctl(root, "park", "kube-scheduler", "--for", "4s", "--reason", "drill")
+    assert r.returncode == 0, r.stderr
+    assert not (mdir / "kube-scheduler.yaml").exists()
+    d = run_daemon(root)
+    d.wait_ready()
+    assert d.heartbeat()["summary"]["parked"] == 1
+    assert not (mdir / "kube-scheduler.yaml").exists()  # not before its deadline
+    wait_until(lambda: (mdir / "kube-scheduler.yaml").exists(), timeout=15, what="unpark at deadline")
+    assert (mdir / "kube-scheduler.yaml").read_bytes() == original
+    e = wait_journal(root, "PARK_EXPIRED", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    assert e["REASON"] == "drill"
+    wait_journal(root, "UNPARKED", lambda e: e.get("ACTOR") == "staticpodd")
+    wait_until(lambda: d.heartbeat().get("summary", {}).get("parked") == 0)
+
+
+def test_an_expired_park_is_restored_at_start(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    assert staticpodctl(root, "park", "kube-scheduler", "--for", "1s").returncode == 0
+    time.sleep(1.2)
+    d = run_daemon(root)
+    d.wait_ready()
+    wait_until(lambda: (mdir / "kube-scheduler.yaml").exists(), timeout=10)
+
+
+def test_a_parked_copy_edited_by_hand_is_drift_and_a_write_back_breaks_the_park(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    assert staticpodctl(root, "park", "kube-scheduler").returncode == 0
+    d = run_daemon(root)
+    d.wait_ready()
+    parked = mdir / ".staticpodd/parked/kube-scheduler.yaml"
+    edited = parked.read_bytes() + b"# edited while parked\n"
+    parked.write_bytes(edited)
+    e = wait_journal(root, "EXTERNAL_CHANGE", lambda e: e.get("CHANGE") == "parked-copy-edited")
+    assert e["LOCATION"] == "parked"
+    wait_until(lambda: head_digest(root, "kube-scheduler") == sha(edited))
+    # kubeadm (or Ansible) writes the file back while it is parked
+    (mdir / "kube-scheduler.yaml").write_bytes(edited)
+    b = wait_journal(root, "PARK_BROKEN", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    assert b["PRIORITY"] == "3"
+    wait_until(lambda: any(p["code"] == "park-broken" for p in d.heartbeat().get("problems", [])))
+
+
+@pytest.mark.parametrize("how", ["replaced", "recreated"])
+def test_a_replaced_or_recreated_directory_is_watched_again(tmp_path, run_daemon, how):
+    root = make_root(tmp_path, "rescan_interval: 2\n")
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    if how == "replaced":
+        new = root / "etc/kubernetes/manifests.new"
+        shutil.copytree(mdir, new, ignore=shutil.ignore_patterns(".staticpodd"))
+        os.rename(mdir, root / "etc/kubernetes/manifests.old")
+        os.rename(new, mdir)
+    else:
+        keep = {n: (mdir / n).read_bytes() for n in os.listdir(mdir) if not n.startswith(".")}
+        shutil.rmtree(mdir)
+        time.sleep(0.3)
+        mdir.mkdir()
+        for n, data in keep.items():
+            (mdir / n).write_bytes(data)
+    wait_journal(root, "DIRECTORY_REWATCHED", timeout=15)
+    wait_until(lambda: d.heartbeat().get("watch", {}).get("generation", 0) >= 2)
+    path = mdir / "kube-controller-manager.yaml"
+    new_bytes = path.read_bytes() + b"# after the directory was " + how.encode() + b"\n"
+    path.write_bytes(new_bytes)
+    wait_until(lambda: head_digest(root, "kube-controller-manager") == sha(new_bytes), what="edit in new dir")
+
+
+def test_a_flood_of_1000_writes_to_50_files_records_exactly_the_final_bytes(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    template = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: flood-{i}\n  namespace: kube-system\n"
+        "spec:\n  containers:\n  - name: c\n    image: registry.k8s.io/pause:3.10\n"
+        '    args: ["--round={r}"]\n'
+    )
+    final: dict[str, bytes] = {}
+    for r in range(20):
+        for i in range(50):
+            data = template.format(i=i, r=r).encode()
+            with open(mdir / f"flood-{i:02d}.yaml", "wb") as f:
+                f.write(data)
+            final[f"flood-{i:02d}"] = data
+
+    def all_recorded() -> bool:
+        return all(head_digest(root, c) == sha(data) for c, data in final.items())
+
+    wait_until(all_recorded, timeout=60, interval=0.5, what="final bytes of all 50 files recorded")
+    for c, data in final.items():
+        assert (mdir / f"{c}.yaml").read_bytes() == data
+        assert history(root, c)[-1].actor == "external"
+    assert d.proc.poll() is None
+
+
+def test_a_bad_config_is_refused_at_start_with_exit_78(tmp_path, run_daemon, notify_socket):
+    root = make_root(tmp_path, "debounce: 0.3\nrescan_interval: -1\n")
+    d = run_daemon(root)
+    assert d.proc.wait(30) == 78
+    err = d.stderr
+    assert "rescan_interval: -1 is less than the minimum of 1" in err
+    assert "staticpodd.yaml:2:" in err
+    assert not any("READY=1" in m for m in notify_socket.messages)
+    e = wait_journal(root, "CONFIG_INVALID")
+    assert e["PRIORITY"] == "3" and e["FIELD"] == "rescan_interval" and e["LINE"] == "2"
+
+
+def test_an_unsupported_kubernetes_version_is_refused_at_start(tmp_path, run_daemon):
+    root = make_root(tmp_path, 'kubernetes_version: "1.2"\n')
+    d = run_daemon(root)
+    assert d.proc.wait(30) == 78
+    assert "kubernetes_version" in d.stderr
+
+
+def reload(root, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "staticpodd.daemon", "--root", str(root), "--reload", "--timeout", str(timeout)],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+    )
+
+
+def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_takes_effect(tmp_path, run_daemon, notify_socket):
+    root = make_root(tmp_path, "on_invalid: alert\n")
+    cfg = root / "etc/staticpodd/staticpodd.yaml"
+    d = run_daemon(root)
+    d.wait_ready()
+    n = len(notify_socket.messages)
+    cfg.write_text("on_invalid: restore\nwait:\n  timeout: -5\n")
+    r = reload(root)
+    assert r.returncode == 78, r.stderr
+    assert "wait.timeout" in r.stderr
+    notify_socket.wait_for(lambda m: m.startswith("RELOADING=1\nMONOTONIC_USEC="), after=n)
+    notify_socket.wait_for(lambda m: m.startswith("READY=1"), after=n + 1)
+    e = wait_journal(root, "CONFIG_INVALID")
+    assert e["FIELD"] == "wait.timeout"
+    hb = d.heartbeat()
+    assert hb["config"]["generation"] == 1 and hb["reload"]["status"] == "refused"
+    assert d.proc.poll() is None
+
+    cfg.write_text("on_invalid: restore\n")
+    r = reload(root)
+    assert r.returncode == 0, r.stderr
+    wait_journal(root, "CONFIG_RELOADED")
+    assert d.heartbeat()["config"]["generation"] == 2
+    # the new policy is in force: an invalid write is now restored
+    path = root / MANIFESTS / "kube-scheduler.yaml"
+    good = path.read_bytes()
+    path.write_bytes(b"kind: Pod\n")
+    wait_until(lambda: path.read_bytes() == good, what="restore under the reloaded policy")
+
+
+def test_reload_without_a_running_daemon_fails(tmp_path):
+    root = make_root(tmp_path)
+    r = reload(root, timeout=1)
+    assert r.returncode == 1 and "no running daemon" in r.stderr
+
+
+def test_an_interrupted_park_is_finished_before_ready(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    r = staticpodctl(root, "park", "kube-scheduler", env={"STATICPODD_TEST_CRASHPOINT": "park:renamed"})
+    assert r.returncode == -signal.SIGKILL
+    assert (mdir / ".staticpodd/parked/kube-scheduler.yaml").exists()
+    d = run_daemon(root)
+    d.wait_ready()
+    rec = wait_journal(root, "RECOVERED", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    assert rec["OUTCOME"] == "finished"
+    ready_at = [e for e in journal(root, "DAEMON_STARTED")][0]
+    assert int(rec["__REALTIME_TIMESTAMP"]) <= int(ready_at["__REALTIME_TIMESTAMP"])
+    assert d.heartbeat()["summary"]["parked"] == 1
+
+
+def test_a_mode_change_is_recorded_and_a_loose_mode_reported(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    d = run_daemon(root)
+    d.wait_ready()
+    os.chmod(root / MANIFESTS / "etcd.yaml", 0o644)
+    e = wait_journal(root, "EXTERNAL_CHANGE", lambda e: e.get("CHANGE") == "mode-changed")
+    assert e["FILE_NAME"] == "etcd.yaml"
+    wait_journal(root, "DIRECTORY_PROBLEM", lambda e: e.get("FINDING") == "loose-permissions")
+
+
+def test_corpus_is_where_the_harness_expects_it():
+    if not (corpus_dir() / "manifests").is_dir():
+        pytest.skip("corpus absent")
+    assert (corpus_dir() / "manifests" / "01-zetaoss-kubeadm-kube-apiserver.yaml").is_file()
