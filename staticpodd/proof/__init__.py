@@ -13,6 +13,10 @@ run from the node, are the evidence. Public API::
     outcome = prover.wait_started(pod, ns, before=..., swap_time=..., manifest_doc=...,
                                   manifest_changed=..., manifest_dir=..., timeout=..., progress=...)
     outcome.ok / .state / .message / .details / .shadowing_file / .to_dict() / .raise_for_failure()
+
+    # what staticpodctl (cli.py) calls around a changing verb:
+    before = before_operation(args, engine, verb)   # park: --force check; --wait: snapshot
+    status = run_wait(args, out, engine, verb, result, before=before)  # 0, or 6 (WaitTimeout)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from .critical import critical_component_reason
 from .options import (
     DEFAULT_WAIT_TIMEOUT,
+    WAIT_DEFAULT,
     TerminalProgress,
     WaitOptions,
     add_wait_arguments,
@@ -29,9 +34,16 @@ from .probes import ProbeResult, ProbeSpec, probe_specs
 from .prover import Outcome, PodObservation, Progress, ProgressCallback, Prover, pod_spec_changed
 from .runtime import Container, Crictl, RuntimeUnavailable, Sandbox
 from .shadow import duplicate_files, files_defining, find_shadowing_file
+from .wiring import BeforeSwap, NeedsForce, before_operation, config_values, run_wait
 
 __all__ = [
     "DEFAULT_WAIT_TIMEOUT",
+    "WAIT_DEFAULT",
+    "BeforeSwap",
+    "NeedsForce",
+    "before_operation",
+    "config_values",
+    "run_wait",
     "Container",
     "Crictl",
     "Outcome",

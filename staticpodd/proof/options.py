@@ -19,6 +19,9 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
 
 ROLLBACK_VERBS = ("apply", "edit", "rollback")
 
+#: What a bare ``--wait`` stores: "the configured timeout" (config ``wait.timeout``, else 5m).
+WAIT_DEFAULT = "default"
+
 
 def parse_duration(text: str) -> float:
     """``90s``, ``5m``, ``1h30m``, ``1.5m``, ``500ms`` or bare seconds ``300`` -> seconds (float).
@@ -45,6 +48,23 @@ def parse_duration(text: str) -> float:
     return value
 
 
+def _wait_value(text: str) -> float | str:
+    """argparse type of ``--wait``: a duration, or ``default`` (what a bare ``--wait`` stores;
+    argparse passes a string ``const`` through ``type`` too)."""
+    if str(text).strip().lower() == WAIT_DEFAULT:
+        return WAIT_DEFAULT
+    return parse_duration(text)
+
+
+class _RollbackAction(argparse.BooleanOptionalAction):
+    """``--rollback-on-failure`` also turns on ``--wait`` (with the configured timeout)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        if getattr(namespace, self.dest) and getattr(namespace, "wait", None) is None:
+            namespace.wait = WAIT_DEFAULT
+
+
 def _has_option(parser: argparse.ArgumentParser, option: str) -> bool:
     return option in parser._option_string_actions  # noqa: SLF001 - argparse has no public way
 
@@ -52,7 +72,8 @@ def _has_option(parser: argparse.ArgumentParser, option: str) -> bool:
 def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
     """Add the proof options of ``verb`` (park, unpark, apply, edit, rollback) to its subparser.
 
-    - ``--wait[=TIMEOUT]`` (dest ``wait``: None, or seconds; bare ``--wait`` = 5m, kubeadm's)
+    - ``--wait[=TIMEOUT]`` (dest ``wait``: None = do not wait, seconds, or ``WAIT_DEFAULT`` for a
+      bare ``--wait``: the config's ``wait.timeout``, else 5m, kubeadm's)
     - ``--rollback-on-failure`` / ``--no-rollback-on-failure`` (apply, edit, rollback; dest
       ``rollback_on_failure``: None = the config decides; implies ``--wait``)
     - ``--force`` (park only: park a component the kubelet's API connection depends on)
@@ -63,18 +84,18 @@ def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
     group.add_argument(
         "--wait",
         nargs="?",
-        const=DEFAULT_WAIT_TIMEOUT,
+        const=WAIT_DEFAULT,
         default=None,
-        type=parse_duration,
+        type=_wait_value,
         metavar="TIMEOUT",
         help="wait until the container runtime shows the pod "
         + ("stopped" if verb == "park" else "running with the new config.hash and its probes passing")
-        + " (default timeout 5m; e.g. --wait=90s); exit 6 if it does not happen",
+        + " (default: the config's wait.timeout, else 5m; e.g. --wait=90s); exit 6 if it does not happen",
     )
     if verb in ROLLBACK_VERBS:
         group.add_argument(
             "--rollback-on-failure",
-            action=argparse.BooleanOptionalAction,
+            action=_RollbackAction,
             default=None,
             help="when the wait fails, put the previous version back atomically and record why (implies --wait)",
         )
@@ -112,21 +133,24 @@ class WaitOptions:
 
     @classmethod
     def from_args(cls, args: Any, config: Mapping[str, Any] | None = None) -> WaitOptions:
-        """Command line first, then config keys ``wait`` (a duration string or seconds, or
-        true = 5m) and ``rollback_on_failure`` (bool), for the daemon and for defaults.
+        """Command line first, then config values: ``wait_timeout`` (seconds, for a bare
+        ``--wait``) and ``rollback_on_failure`` (bool; only for verbs that have the option).
 
-        ``--rollback-on-failure`` without ``--wait`` waits the default 5 minutes.
+        The config never turns waiting on by itself; ``--rollback-on-failure`` does (argparse
+        stores ``WAIT_DEFAULT`` in ``wait`` then).
         """
         cfg = dict(config or {})
+        raw = getattr(args, "wait", None)
+        timeout: float | None
+        if raw is None:
+            timeout = None
+        elif raw == WAIT_DEFAULT:
+            timeout = float(cfg.get("wait_timeout") or DEFAULT_WAIT_TIMEOUT)
+        else:
+            timeout = float(raw)
         rollback = getattr(args, "rollback_on_failure", None)
         if rollback is None:
-            rollback = bool(cfg.get("rollback_on_failure", False)) and hasattr(args, "rollback_on_failure")
-        timeout = getattr(args, "wait", None)
-        if timeout is None and cfg.get("wait") not in (None, False):
-            raw = cfg["wait"]
-            timeout = DEFAULT_WAIT_TIMEOUT if raw is True else parse_duration(str(raw))
-        if rollback and timeout is None:
-            timeout = DEFAULT_WAIT_TIMEOUT
+            rollback = hasattr(args, "rollback_on_failure") and bool(cfg.get("rollback_on_failure", False))
         return cls(timeout=timeout, rollback_on_failure=bool(rollback), force=bool(getattr(args, "force", False)))
 
 

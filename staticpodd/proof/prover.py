@@ -403,7 +403,8 @@ class Prover:
     ) -> Outcome:
         """Wait until the new pod runs and its probes pass.
 
-        ``before``: :meth:`snapshot` taken before the swap. ``swap_time``: wall-clock seconds
+        ``before``: :meth:`snapshot` taken before the swap (None: whatever was ready and created
+        before ``swap_time`` at the first look counts as the old version). ``swap_time``: wall-clock seconds
         (``time.time()``) taken just before the rename. ``manifest_changed``: the pod changed as the
         kubelet sees it (:func:`pod_spec_changed`); then a config.hash different from the one
         running before is required. ``manifest_file``: our file's name in ``manifest_dir`` (optional;
@@ -416,8 +417,9 @@ class Prover:
         start = self.clock()
         deadline = start + max(0.0, timeout)
         swap_ns = _ns(swap_time) - 1_000_000_000  # 1 s of slack for clock granularity
-        old_ids = before.sandbox_ids if before else set()
-        old_hashes = before.ready_hashes if before else set()
+        old_ids = set(before.sandbox_ids) if before else set()
+        old_hashes = set(before.ready_hashes) if before else set()
+        seeded = before is not None
         want_names = [
             str(c.get("name"))
             for c in (manifest_doc.get("spec") or {}).get("containers") or []
@@ -449,8 +451,14 @@ class Prover:
             except RuntimeUnavailable as exc:
                 obs, last_error = None, exc.message
             msg = f"waiting for the container runtime to answer ({last_error})"
+            if obs is not None and not seeded:
+                # No snapshot from before the swap: what ran before swap_time is the old version.
+                seeded = True
+                pre = [s for s in obs.ready_sandboxes if s.created_ns and s.created_ns < swap_ns]
+                old_ids |= {s.id for s in pre}
+                old_hashes |= {s.config_hash for s in pre if s.config_hash}
             if obs is not None:
-                chosen = self._pick_sandbox(obs, old_ids, old_hashes, manifest_changed)
+                chosen = self._pick_sandbox(obs, old_ids, old_hashes, manifest_changed, swap_ns)
                 if chosen is None:
                     phase = "sandbox"
                     if manifest_changed and old_hashes and obs.ready_hashes & old_hashes:
@@ -563,7 +571,7 @@ class Prover:
     # --- helpers ------------------------------------------------------------------------------
     @staticmethod
     def _pick_sandbox(
-        obs: PodObservation, old_ids: set[str], old_hashes: set[str], manifest_changed: bool
+        obs: PodObservation, old_ids: set[str], old_hashes: set[str], manifest_changed: bool, swap_ns: int
     ) -> Sandbox | None:
         ready = sorted(obs.ready_sandboxes, key=lambda s: s.created_ns, reverse=True)
         for s in ready:
@@ -571,6 +579,8 @@ class Prover:
                 continue
             if manifest_changed and s.config_hash and s.config_hash in old_hashes:
                 continue
+            if manifest_changed and s.created_ns and s.created_ns < swap_ns:
+                continue  # a sandbox from before the swap (no snapshot was taken, or it was missed)
             return s
         if not manifest_changed:
             # The same pod may never have stopped (unpark soon after park, or a no-op apply).

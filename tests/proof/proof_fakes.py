@@ -29,6 +29,9 @@ from typing import Any
 
 import pytest
 
+#: ../shared/corpus (read-only; tests copy from it into tmp_path), or $STATICPODD_CORPUS.
+CORPUS = Path(os.environ.get("STATICPODD_CORPUS") or Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus")
+
 FAKE_CRICTL = r"""#!__PYTHON__
 import json, os, sys, time
 args = sys.argv[1:]

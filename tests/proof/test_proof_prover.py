@@ -9,7 +9,6 @@ tests assert outcomes, never wall-clock durations.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from proof_fakes import FakeRuntime, container, sandbox
+from proof_fakes import CORPUS, FakeRuntime, container, sandbox
 
 from staticpodd.errors import EXIT_TIMEOUT, WaitTimeout
 from staticpodd.proof import (
@@ -33,7 +32,6 @@ from staticpodd.proof import (
 NODE = "cp-1"
 NS = "kube-system"
 POD = f"kube-scheduler-{NODE}"
-CORPUS = Path(os.environ.get("STATICPODD_CORPUS") or Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus")
 
 
 def prover(**kw: Any) -> Prover:

@@ -1,0 +1,266 @@
+"""The two calls ``staticpodctl`` makes around a changing verb (issue 7).
+
+``cli.py`` calls :func:`before_operation` before the engine swaps anything (for ``park`` always,
+for the other verbs only with ``--wait``) and :func:`run_wait` after a swap when ``--wait`` was
+given. Between them, the engine's verb does the swap; nothing here writes to the manifest
+directory except through the engine (``Engine.rollback``/``Engine.park`` for
+``--rollback-on-failure``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EXIT_CONFLICT, EXIT_OK, EXIT_TIMEOUT, StaticpodError, UnknownComponent
+from ..journal import ERR, NOTICE, WARNING, Event
+from .critical import critical_component_reason
+from .options import ROLLBACK_VERBS, TerminalProgress, WaitOptions
+from .prover import Outcome, PodObservation, Prover, pod_spec_changed
+from .runtime import RuntimeUnavailable
+
+
+class NeedsForce(StaticpodError):
+    """``park`` of a component the kubelet's own apiserver connection depends on, without --force."""
+
+    code = "needs-force"
+    exit_status = EXIT_CONFLICT
+
+
+@dataclass
+class BeforeSwap:
+    """What :func:`before_operation` saw. ``snapshot`` is None when not waiting."""
+
+    verb: str
+    component: str | None
+    doc: dict[str, Any] | None
+    pod: str | None
+    namespace: str | None
+    snapshot: PodObservation | None
+    taken_at: float
+    prover: Prover | None = None
+
+
+def config_values(eng: Any) -> dict[str, Any]:
+    """The proof settings from the engine's Config (``node_name``, ``wait.*``) as a flat mapping:
+    ``crictl``, ``runtime_endpoint``, ``node_name``, ``wait_timeout``, ``rollback_on_failure``."""
+    cfg = getattr(eng, "config", None)
+    if cfg is None:
+        return {}
+    wait = getattr(cfg, "wait", None)
+    out = {
+        "node_name": getattr(cfg, "node_name", None),
+        "crictl": getattr(wait, "crictl", None),
+        "runtime_endpoint": getattr(wait, "runtime_endpoint", None),
+        "wait_timeout": getattr(wait, "timeout", None),
+        "rollback_on_failure": getattr(wait, "rollback_on_failure", None),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _decode(data: bytes | None) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    try:
+        from ..manifest import decode
+
+        doc = decode(data).doc
+    except Exception:  # noqa: BLE001 - any undecodable bytes: no document
+        try:
+            import yaml
+
+            doc = yaml.safe_load(data)
+        except Exception:  # noqa: BLE001
+            return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _component_arg(args: Any, verb: str) -> str | None:
+    if verb == "apply":
+        if getattr(args, "as_", None):
+            return str(args.as_)
+        src = getattr(args, "file", None)
+        if not src or src == "-":
+            return None
+        from ..layout import component_of
+
+        return component_of(os.path.basename(src))
+    return getattr(args, "component", None)
+
+
+def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
+    """Check and record what runs BEFORE the swap of ``verb``.
+
+    For ``park`` (even without --wait): refuse with NeedsForce (exit 4) a component the kubelet's
+    own apiserver connection depends on (:func:`critical_component_reason`) unless ``--force``.
+    With ``--wait``: take the runtime snapshot (config.hash, sandbox ids) of the pod. Raises
+    RuntimeUnavailable (exit 1) when crictl cannot answer, so nothing is swapped that cannot be
+    proven. Unknown components are left for the engine to report.
+    """
+    comp = _component_arg(args, verb)
+    data: bytes | None = None
+    loc: str | None = None
+    if comp:
+        try:
+            _, data, loc = eng.current_bytes(comp)
+        except (UnknownComponent, StaticpodError):
+            data = None
+    if data is None and verb == "apply" and getattr(args, "file", "-") != "-":
+        try:
+            with open(args.file, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+    doc = _decode(data)
+    if verb == "park" and doc is not None and loc == "live" and not getattr(args, "force", False):
+        reason = critical_component_reason(doc)
+        if reason:
+            raise NeedsForce(
+                f"{comp}: {reason}",
+                hint=f"park it anyway with: staticpodctl park {comp} --force",
+            )
+    now = time.time()
+    if getattr(args, "wait", None) is None:
+        return BeforeSwap(verb, comp, doc, None, None, None, now)
+    prover = Prover.from_args(args, config_values(eng))
+    pod = ns = None
+    snap = None
+    if doc is not None and isinstance(doc.get("metadata"), Mapping) and doc["metadata"].get("name"):
+        pod, ns = prover.target(doc)
+    try:
+        if pod is not None and ns is not None:
+            snap = prover.snapshot(pod, ns)
+        else:
+            prover.crictl.pods()  # still prove that the runtime answers before anything is swapped
+    except RuntimeUnavailable as exc:
+        exc.message += "; nothing was changed"
+        exc.args = (exc.message,)
+        raise
+    return BeforeSwap(verb, comp, doc, pod, ns, snap, time.time(), prover)
+
+
+def _read_doc(eng: Any, location: str, file_name: str) -> dict[str, Any] | None:
+    layout = eng.layout
+    path = layout.parked_path(file_name) if location == "parked" else layout.live_path(file_name)
+    try:
+        return _decode(path.read_bytes())
+    except OSError:
+        return None
+
+
+def run_wait(args: Any, out: Any, eng: Any, verb: str, res: Any, *, before: BeforeSwap | None = None) -> int:
+    """Prove what the kubelet did after ``verb`` swapped ``res`` (an engine Result); return the
+    exit status: 0 confirmed, 6 (WaitTimeout) not confirmed.
+
+    Puts ``wait`` (Outcome.to_dict) into ``out.body``, and on failure ``error`` (WaitTimeout) and,
+    after an automatic rollback, ``rollback``. Logs WAIT_CONFIRMED / WAIT_FAILED / AUTO_ROLLBACK.
+    With ``--rollback-on-failure`` (or config ``wait.rollback_on_failure``) after apply, edit or
+    rollback: puts the previous version back through ``Engine.rollback`` (atomic, gated, recorded
+    as a new version with the reason), or parks a component that had no previous version.
+    """
+    cfg = config_values(eng)
+    opts = WaitOptions.from_args(args, cfg)
+    if opts.timeout is None:
+        return EXIT_OK
+    prover = (before.prover if before and before.prover else None) or Prover.from_args(args, cfg)
+    progress = None if getattr(out, "json", False) else TerminalProgress(sys.stderr)
+    comp, fn = res.component, res.file_name
+    outcome: Outcome
+    try:
+        if verb == "park":
+            doc = (before.doc if before else None) or _read_doc(eng, "parked", fn)
+            if doc is None:
+                out.warn(f"{comp}: cannot read the parked manifest; nothing to wait for")
+                return EXIT_OK
+            pod, ns = prover.target(doc)
+            outcome = prover.wait_stopped(pod, ns, timeout=opts.timeout, progress=progress)
+        else:
+            if res.location == "parked":
+                out.say(f"  {comp} stays parked: nothing to wait for")
+                out.body["wait"] = {"ok": True, "state": "parked", "message": "the component stays parked"}
+                return EXIT_OK
+            doc = _read_doc(eng, "live", fn)
+            if doc is None:
+                out.warn(f"{comp}: cannot read {fn} back; nothing to wait for")
+                return EXIT_OK
+            pod, ns = prover.target(doc)
+            snap = before.snapshot if before and (before.pod, before.namespace) == (pod, ns) else None
+            if verb == "unpark":
+                changed = False
+            elif before is not None and before.doc is not None:
+                changed = pod_spec_changed(before.doc, doc)
+            else:
+                changed = res.previous_digest != res.digest
+            if before is not None:
+                swap_time = before.taken_at
+            elif getattr(res, "version", None) is not None:
+                swap_time = res.version.created_at - 2.0
+            else:
+                swap_time = time.time() - 5.0
+            outcome = prover.wait_started(
+                pod,
+                ns,
+                before=snap,
+                swap_time=swap_time,
+                manifest_doc=doc,
+                manifest_changed=changed,
+                manifest_dir=eng.layout.manifest_dir,
+                manifest_file=fn,
+                timeout=opts.timeout,
+                progress=progress,
+            )
+    finally:
+        if progress is not None:
+            progress.close()
+    out.body["wait"] = outcome.to_dict()
+    fields = {"component": comp, "file_name": fn, **outcome.journal_fields()}
+    if outcome.ok:
+        out.say(f"  confirmed: {outcome.message}")
+        eng.journal.log(Event.WAIT_CONFIRMED, f"{comp}: {outcome.message}", priority=NOTICE, **fields)
+        return EXIT_OK
+    err = outcome.error()
+    eng.journal.log(Event.WAIT_FAILED, f"{comp}: {verb} not confirmed: {outcome.message}", priority=ERR, **fields)
+    out.warn(f"staticpodctl: {verb} not confirmed ({outcome.state}): {outcome.message}")
+    if outcome.hint:
+        out.warn(f"  hint: {outcome.hint}")
+    if verb in ROLLBACK_VERBS and opts.rollback_on_failure:
+        _auto_rollback(out, eng, verb, res, outcome)
+    out.body["error"] = err.to_dict()
+    return EXIT_TIMEOUT
+
+
+def _auto_rollback(out: Any, eng: Any, verb: str, res: Any, outcome: Outcome) -> None:
+    comp = res.component
+    reason = f"automatic rollback after {verb}: {outcome.state}: {outcome.message}"[:500]
+    try:
+        if res.previous_digest is None:
+            rb = eng.park(comp, reason=reason)
+            what = f"{comp} had no previous version: parked the new one"
+        else:
+            seq = next(
+                (v.seq for v in reversed(eng.store.history(comp)) if v.digest == res.previous_digest),
+                None,
+            )
+            rb = eng.rollback(comp, to=seq, reason=reason)
+            what = f"{comp}: put version {seq} back" if seq is not None else f"{comp}: rolled back"
+    except StaticpodError as exc:
+        out.warn(f"staticpodctl: automatic rollback of {comp} FAILED: {exc}")
+        out.body["rollback"] = {"ok": False, "error": exc.to_dict()}
+        eng.journal.log(Event.AUTO_ROLLBACK, f"{comp}: automatic rollback failed: {exc}", priority=ERR, component=comp)
+        return
+    out.warn(f"staticpodctl: {what} ({rb.msg})")
+    out.body["rollback"] = {"ok": True, **rb.to_dict()}
+    eng.journal.log(
+        Event.AUTO_ROLLBACK,
+        f"{what}; reason: {reason}",
+        priority=WARNING,
+        component=comp,
+        file_name=res.file_name,
+        digest=getattr(rb, "digest", None),
+        reason=reason,
+        wait_state=outcome.state,
+    )

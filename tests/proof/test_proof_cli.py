@@ -1,0 +1,164 @@
+"""staticpodctl park/apply --wait end to end: the real engine, store, files and journald under a
+``--root`` in tmp_path; only the container runtime is a stand-in (``crictl`` on PATH answering
+from a timeline, see proof_fakes.py) because no kubelet or runtime can run here. Probes hit a
+real HTTP server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from proof_fakes import CORPUS, FakeRuntime, container, sandbox
+
+from staticpodd import cli
+from staticpodd.errors import EXIT_CONFLICT, EXIT_TIMEOUT
+
+NODE = "cp-1"
+NS = "kube-system"
+POD = f"kube-scheduler-{NODE}"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    src = CORPUS / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml"
+    if not src.is_file():
+        pytest.skip(f"corpus not found at {CORPUS} (set STATICPODD_CORPUS)")
+    r = tmp_path / "root"
+    mdir = r / "etc" / "kubernetes" / "manifests"
+    mdir.mkdir(parents=True)
+    shutil.copyfile(src, mdir / "kube-scheduler.yaml")
+    return r
+
+
+def run(capsys: pytest.CaptureFixture[str], root: Path, *argv: str) -> tuple[int, dict[str, Any]]:
+    rc = cli.main(["--root", str(root), "--json", *argv])
+    lines = capsys.readouterr().out.strip().splitlines()
+    return rc, json.loads(lines[-1])
+
+
+def journal(root: Path, event: str) -> list[dict[str, Any]]:
+    for _ in range(50):
+        proc = subprocess.run(
+            ["journalctl", "-o", "json", f"STATICPODD_ROOT={root}", f"STATICPODD_EVENT={event}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        entries = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+        if entries:
+            return entries
+        time.sleep(0.1)
+    return []
+
+
+def old_pod_runs(fake: FakeRuntime, *later: Any) -> None:
+    old = sandbox("old0000000000aaaa", POD, NS, "hash-old")
+    fake.set((0, [old], [container("c-old", old, "kube-scheduler")]), *later)
+
+
+def new_pod_after(seconds: float) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]]:
+    old = sandbox("old0000000000aaaa", POD, NS, "hash-old", ready=False)
+    created = time.time() + seconds
+    new = sandbox("new0000000000bbbb", POD, NS, "hash-new", created=created)
+    return (seconds, [old, new], [container("c-new", new, "kube-scheduler", created=created)])
+
+
+def with_probe(root: Path, port: int) -> Path:
+    live = root / "etc" / "kubernetes" / "manifests" / "kube-scheduler.yaml"
+    doc = yaml.safe_load(live.read_text())
+    c = doc["spec"]["containers"][0]
+    probe = {"httpGet": {"host": "127.0.0.1", "port": port, "path": "/healthz", "scheme": "HTTP"}}
+    c["startupProbe"] = {**probe, "periodSeconds": 1, "failureThreshold": 1, "timeoutSeconds": 1}
+    c["livenessProbe"] = {**probe, "periodSeconds": 1, "failureThreshold": 1, "timeoutSeconds": 1}
+    new = root.parent / "kube-scheduler.yaml"
+    new.write_text(yaml.safe_dump(doc))
+    return new
+
+
+def test_park_wait_confirms_the_pod_stopped(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = sandbox("old0000000000aaaa", POD, NS, "hash-old", ready=False)
+    old_pod_runs(fake_runtime, (0.8, [old], [container("c-old", old, "kube-scheduler", state="CONTAINER_EXITED")]))
+    rc, body = run(capsys, root, "park", "kube-scheduler", "--wait=5s", "--node-name", NODE)
+    assert rc == 0 and body["ok"] and body["wait"]["state"] == "stopped"
+    assert journal(root, "WAIT_CONFIRMED")
+
+
+def test_park_wait_that_never_stops_exits_6_and_keeps_it_parked(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_pod_runs(fake_runtime)
+    rc, body = run(capsys, root, "park", "kube-scheduler", "--wait=1s", "--node-name", NODE)
+    assert rc == EXIT_TIMEOUT and not body["ok"]
+    assert body["error"]["code"] == "wait-timeout" and body["wait"]["state"] == "still-running"
+    assert not (root / "etc/kubernetes/manifests/kube-scheduler.yaml").exists()
+    assert (root / "etc/kubernetes/manifests/.staticpodd/parked/kube-scheduler.yaml").exists()
+
+
+def test_parking_the_local_api_load_balancer_needs_force(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mdir = root / "etc/kubernetes/manifests"
+    shutil.copyfile(CORPUS / "manifests" / "07-kubeadm-docs-haproxy.yaml", mdir / "haproxy.yaml")
+    rc, body = run(capsys, root, "park", "haproxy")
+    assert rc == EXIT_CONFLICT and body["error"]["code"] == "needs-force"
+    assert "--force" in body["error"]["hint"] and (mdir / "haproxy.yaml").exists()
+    rc, body = run(capsys, root, "park", "haproxy", "--force")
+    assert rc == 0 and not (mdir / "haproxy.yaml").exists()
+
+
+def test_apply_wait_confirms_a_new_config_hash_with_passing_probes(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str], http_server: Any
+) -> None:
+    srv = http_server([200])
+    new = with_probe(root, srv.port)
+    old_pod_runs(fake_runtime, new_pod_after(1.0))
+    rc, body = run(capsys, root, "apply", str(new), "--wait=5s", "--node-name", NODE)
+    assert rc == 0, body
+    assert body["wait"]["state"] == "running" and body["wait"]["details"]["config_hash"] == "hash-new"
+    assert srv.requests
+
+
+def test_failed_probe_with_rollback_on_failure_restores_the_previous_bytes(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str], http_server: Any
+) -> None:
+    live = root / "etc/kubernetes/manifests/kube-scheduler.yaml"
+    previous = live.read_bytes()
+    srv = http_server([500])
+    new = with_probe(root, srv.port)
+    old_pod_runs(fake_runtime, new_pod_after(1.0))
+    rc, body = run(capsys, root, "apply", str(new), "--rollback-on-failure", "--wait=5s", "--node-name", NODE)
+    assert rc == EXIT_TIMEOUT and not body["ok"]
+    assert body["wait"]["state"] == "unhealthy" and body["rollback"]["ok"]
+    assert live.read_bytes() == previous
+    history = subprocess.run(
+        [shutil.which("staticpodctl") or "staticpodctl", "--root", str(root), "--json", "history", "kube-scheduler"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    versions = json.loads(history.stdout)["versions"] if history.returncode == 0 else []
+    if versions:
+        assert any("automatic rollback" in (v.get("reason") or "") for v in versions)
+    entries = journal(root, "AUTO_ROLLBACK")
+    assert entries and "unhealthy" in entries[-1]["MESSAGE"]
+
+
+def test_a_missing_crictl_stops_the_apply_before_anything_changes(
+    root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    live = root / "etc/kubernetes/manifests/kube-scheduler.yaml"
+    previous = live.read_bytes()
+    new = with_probe(root, 1)
+    rc = cli.main(["--root", str(root), "--json", "apply", str(new), "--wait", "--crictl", str(tmp_path / "none")])
+    body = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 1 and body["error"]["code"] == "runtime-unavailable"
+    assert "nothing was changed" in body["error"]["message"] and live.read_bytes() == previous
