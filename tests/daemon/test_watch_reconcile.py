@@ -1,0 +1,216 @@
+"""watch.py (events -> debounced hints, re-watch) and reconcile.py (policy) in isolation.
+
+The watcher runs a real watchdog Observer (inotify) on tmp_path; the policy functions are pure.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from types import SimpleNamespace
+
+import pytest
+from daemon_harness import wait_until
+
+from staticpodd.config import Config
+from staticpodd.journal import ERR, WARNING, Event
+from staticpodd.reconcile import (
+    finding_event,
+    is_directory_finding,
+    plan_changes,
+    plan_expired_parks,
+    plan_findings,
+    status_line,
+)
+from staticpodd.validate.findings import Finding
+from staticpodd.watch import DIRECTORY, Hint, Hints, Watcher, classify
+
+ROOT = "/r/etc/kubernetes/manifests"
+
+
+@pytest.mark.parametrize(
+    ("path", "etype", "is_dir", "expected"),
+    [
+        (f"{ROOT}/kube-scheduler.yaml", "modified", False, Hint("file", "kube-scheduler.yaml")),
+        (f"{ROOT}/4913", "created", False, Hint("file", "4913")),
+        (f"{ROOT}/apps", "created", True, Hint("file", "apps")),  # a subdirectory: a finding
+        (f"{ROOT}/apps/x.yaml", "created", False, None),  # the kubelet does not recurse
+        (f"{ROOT}/.ansible_tmp123", "created", False, None),  # dot-names are not read
+        (f"{ROOT}/.staticpodd/staging/x.yaml.tmp", "created", False, None),
+        (f"{ROOT}/.staticpodd/quarantine/x.bak.1", "created", False, None),
+        (f"{ROOT}/.staticpodd/parked/kube-scheduler.yaml", "modified", False, Hint("parked", "kube-scheduler.yaml")),
+        (f"{ROOT}/.staticpodd/parked/.tmp", "modified", False, None),
+        (f"{ROOT}/.staticpodd/parked", "deleted", True, DIRECTORY),
+        (f"{ROOT}/.staticpodd", "moved", True, DIRECTORY),
+        (ROOT, "deleted", True, DIRECTORY),
+        (ROOT, "modified", True, None),
+        ("/r/etc/kubernetes/elsewhere.yaml", "moved", False, None),
+    ],
+)
+def test_classify_maps_event_paths_to_hints(path, etype, is_dir, expected):
+    assert classify(ROOT, path, event_type=etype, is_directory=is_dir) == expected
+
+
+def test_a_hint_is_due_after_quiet_time_but_never_later_than_max_delay():
+    h = Hints(debounce=0.3, max_delay=1.0)
+    a = Hint("file", "a.yaml")
+    h.add(a, now=10.0)
+    h.add(a, now=10.2)
+    assert h.take_due(now=10.4) == []  # 0.2 s since the last event
+    assert h.next_deadline() == pytest.approx(10.5)
+    assert h.take_due(now=10.5) == [a]
+    assert h.pending() == 0
+    # a file written continuously is still looked at after max_delay
+    for i in range(20):
+        h.add(a, now=20.0 + i * 0.1)
+    assert h.take_due(now=21.0) == [a]
+    h.close()
+
+
+def test_a_new_hint_makes_the_wakeup_pipe_readable_once():
+    h = Hints(debounce=0.1)
+    assert select.select([h.fileno()], [], [], 0)[0] == []
+    h.add(Hint("file", "a.yaml"))
+    h.add(Hint("file", "a.yaml"))
+    assert select.select([h.fileno()], [], [], 0)[0] == [h.fileno()]
+    h.drain()
+    assert select.select([h.fileno()], [], [], 0)[0] == []
+    assert h.take_all() == [Hint("file", "a.yaml")]
+    h.close()
+
+
+def test_the_watcher_turns_real_writes_into_hints_and_ignores_its_own_reads(tmp_path):
+    mdir = tmp_path / "manifests"
+    (mdir / ".staticpodd/parked").mkdir(parents=True)
+    (mdir / "etcd.yaml").write_text("x")
+    hints = Hints(debounce=0)
+    w = Watcher(mdir, hints)
+    assert w.ensure() == "started" and w.watching
+    assert w.ensure() is None
+    try:
+        (mdir / "etcd.yaml").read_text()  # a read (the daemon's own scan) is no hint
+        (mdir / "kube-scheduler.yaml").write_text("y")
+        (mdir / ".staticpodd/parked/etcd.yaml").write_text("z")
+        (mdir / ".hidden").write_text("h")
+        seen: set[Hint] = set()
+
+        def got_both() -> bool:
+            seen.update(hints.take_all())
+            return {Hint("file", "kube-scheduler.yaml"), Hint("parked", "etcd.yaml")} <= seen
+
+        wait_until(got_both, timeout=10)
+        assert Hint("file", "etcd.yaml") not in seen
+        assert all(not h.name.startswith(".") for h in seen)
+    finally:
+        w.stop()
+        hints.close()
+
+
+def test_the_watcher_notices_a_replaced_and_a_missing_directory(tmp_path):
+    mdir = tmp_path / "manifests"
+    mdir.mkdir()
+    hints = Hints(debounce=0)
+    w = Watcher(mdir, hints)
+    try:
+        assert w.ensure() == "started"
+        os.rename(mdir, tmp_path / "old")
+        (tmp_path / "new").mkdir()
+        os.rename(tmp_path / "new", mdir)
+        assert w.ensure() == "replaced" and w.generation == 2
+        (mdir / "a.yaml").write_text("a")
+        wait_until(lambda: Hint("file", "a.yaml") in hints.take_all(), timeout=10)
+        os.unlink(mdir / "a.yaml")
+        mdir.rmdir()
+        assert w.ensure() == "missing" and not w.watching
+        assert w.ensure() is None
+        mdir.mkdir()
+        assert w.ensure() == "recreated" and w.watching
+    finally:
+        w.stop()
+        hints.close()
+
+
+def change(kind, *, valid=None, location="live", version=2, findings=()):
+    return SimpleNamespace(
+        component="kube-apiserver",
+        file_name="kube-apiserver.yaml",
+        location=location,
+        kind=kind,
+        digest="ab" * 32,
+        version=version,
+        valid=valid,
+        findings=list(findings),
+    )
+
+
+def test_an_external_edit_is_a_warning_with_actor_external():
+    plan = plan_changes([change("modified", valid=True)], Config.default())
+    assert [r.event for r in plan.reports] == [Event.EXTERNAL_CHANGE]
+    r = plan.reports[0]
+    assert r.priority == WARNING and r.fields["actor"] == "external" and r.fields["version"] == 2
+    assert plan.actions == []
+
+
+def test_an_invalid_write_is_an_error_and_restored_only_under_restore():
+    bad = Finding("yaml-syntax", "error", "kube-apiserver.yaml", 3, 1, None, "tab: --secret=x", None)
+    ch = change("modified", valid=False, findings=[bad])
+    alert = plan_changes([ch], Config.default())
+    assert [r.event for r in alert.reports] == [Event.EXTERNAL_CHANGE, Event.INVALID_LIVE]
+    assert alert.reports[1].priority == ERR and alert.actions == []
+    assert "--secret" not in alert.reports[1].message  # finding messages are not copied
+    assert "yaml-syntax:3" in alert.reports[1].message
+    restore = plan_changes([ch], Config.default().with_changes(on_invalid="restore"))
+    assert [(a.verb, a.target) for a in restore.actions] == [("restore", "kube-apiserver")]
+    # never "restore" over a broken park or an adopted first version
+    for kind in ("park-broken", "adopted"):
+        assert plan_changes([change(kind, valid=False)], Config(on_invalid="restore")).actions == []
+
+
+def test_removals_and_broken_parks_use_their_own_events():
+    plan = plan_changes(
+        [change("removed", version=None), change("parked-copy-removed", location="parked"), change("park-broken")],
+        Config.default(),
+    )
+    assert [r.event for r in plan.reports] == [Event.EXTERNAL_REMOVAL, Event.EXTERNAL_REMOVAL, Event.PARK_BROKEN]
+    assert plan.reports[2].priority == ERR
+    assert plan_changes([change("adopted", valid=True)], Config.default()).reports == []
+
+
+def test_directory_findings_are_reported_once_and_strays_quarantined_by_policy():
+    stray = Finding("stray", "warning", f"{ROOT}/kube-apiserver.yaml.bak", None, None, None, "stray", "mv")
+    dup = Finding("duplicate-pod", "error", f"{ROOT}/kube-apiserver.yaml", None, None, None, "dup", None)
+    schema = Finding("schema-type", "error", f"{ROOT}/etcd.yaml", 4, 3, "spec", "bad", None)
+    assert [is_directory_finding(f) for f in (stray, dup, schema)] == [True, True, False]
+    assert [finding_event(f) for f in (stray, dup)] == [Event.STRAY_FOUND, Event.DUPLICATE_POD]
+    first = plan_findings([stray, dup], Config.default(), set())
+    assert [r.event for r in first.reports] == [Event.STRAY_FOUND, Event.DUPLICATE_POD]
+    assert first.actions == []
+    from staticpodd.reconcile import finding_key
+
+    again = plan_findings([stray, dup], Config.default(), {finding_key(stray), finding_key(dup)})
+    assert again.reports == []
+    q = plan_findings([stray], Config(on_stray="quarantine"), {finding_key(stray)})
+    assert [(a.verb, a.target) for a in q.actions] == [("quarantine", "kube-apiserver.yaml.bak")]
+
+
+def test_expired_parks_are_unparked_and_future_ones_left_alone():
+    parks = [
+        SimpleNamespace(
+            component="kube-scheduler", file_name="kube-scheduler.yaml", until=100.0, actor="alice", reason="drill"
+        ),
+        SimpleNamespace(component="etcd", file_name="etcd.yaml", until=500.0, actor="bob", reason=None),
+        SimpleNamespace(component="x", file_name="x.yaml", until=None, actor="bob", reason=None),
+    ]
+    plan = plan_expired_parks(parks, now=200.0)
+    assert [(a.verb, a.target) for a in plan.actions] == [("unpark", "kube-scheduler")]
+    assert plan.reports[0].event is Event.PARK_EXPIRED and plan.reports[0].fields["parked_by"] == "alice"
+
+
+def test_status_line_is_one_short_line():
+    assert status_line({"live": 4, "parked": 1}, []) == "4 live, 1 parked; no problems"
+    line = status_line(
+        {"live": 3, "parked": 0, "missing": 1},
+        [{"code": "stray", "path": f"{ROOT}/x.bak"}, {"code": "invalid-live", "path": f"{ROOT}/etcd.yaml"}],
+    )
+    assert line == "3 live, 0 parked, 1 missing; 2 problems: stray x.bak, …"
+    assert "\n" not in line
