@@ -72,8 +72,18 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
         help="how long to wait for another staticpodctl/staticpodd (default: config, else 30)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full staticpodctl argument parser (also used to generate the man page)."""
+VERBS = ("status", "park", "unpark", "apply", "edit", "history", "show", "diff", "rollback", "recover",
+         "validate", "doctor")
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The staticpodctl argument parser (also used to generate the man page and completion).
+
+    ``verb``: when main() already knows which verb runs, only that verb's parser pulls in the
+    modules behind its options (the validator, the --wait prover); the others stay placeholders
+    good for ``--help``. None builds everything.
+    """
+    full = verb is None
     parser = _Parser(
         prog=PROG,
         description="Version, validate, atomically swap and park the kubelet's static pod manifests.",
@@ -86,31 +96,35 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    def verb(name: str, help_: str, **kw: Any) -> argparse.ArgumentParser:
+    def verb_(name: str, help_: str, **kw: Any) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_, **kw)
         _common(p, top=False)
         return p
 
-    p = verb("status", "show every component: live, parked (who, why, until when), drift, daemon health")
+    def wait_args(p: argparse.ArgumentParser, name: str) -> None:
+        if full or verb == name:
+            _wait_args(p, name)
+
+    p = verb_("status", "show every component: live, parked (who, why, until when), drift, daemon health")
     p.set_defaults(handler=cmd_status)
 
-    p = verb("park", "take a component out of the kubelet's directory, keeping it (e.g. stop kube-scheduler)")
+    p = verb_("park", "take a component out of the kubelet's directory, keeping it (e.g. stop kube-scheduler)")
     p.add_argument("component", help="component name (kube-scheduler) or file name")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--for", dest="for_", metavar="DURATION",
                       help="restore it automatically after DURATION (90s, 30m, 2h; needs the daemon running)")
     when.add_argument("--until", metavar="TIME", help="restore it at TIME (ISO 8601, e.g. 2026-11-30T06:00Z)")
     p.add_argument("--reason", help="why (recorded and logged)")
-    _wait_args(p, "park")
+    wait_args(p, "park")
     p.set_defaults(handler=cmd_park)
 
-    p = verb("unpark", "put a parked component back at the same path, byte-identical")
+    p = verb_("unpark", "put a parked component back at the same path, byte-identical")
     p.add_argument("component")
     p.add_argument("--reason")
-    _wait_args(p, "unpark")
+    wait_args(p, "unpark")
     p.set_defaults(handler=cmd_unpark)
 
-    p = verb("apply", "validate a manifest, record it, and swap it in atomically")
+    p = verb_("apply", "validate a manifest, record it, and swap it in atomically")
     p.add_argument("file", help="the new manifest (any name; - for stdin, with --as)")
     p.add_argument("--as", dest="as_", metavar="COMPONENT", help="the component it replaces (default: file stem)")
     p.add_argument("--reason")
@@ -119,51 +133,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="exit 0 unchanged, 2 changed, 1 failed (Puppet/Terraform convention)")
     p.add_argument("--unpark", action="store_true", help="if the component is parked, unpark it too")
-    _wait_args(p, "apply")
+    wait_args(p, "apply")
     p.set_defaults(handler=cmd_apply)
 
-    p = verb("edit", "edit a component in $VISUAL/$EDITOR on a staged copy; validated before the swap")
+    p = verb_("edit", "edit a component in $VISUAL/$EDITOR on a staged copy; validated before the swap")
     p.add_argument("component")
     p.add_argument("--reason")
-    _wait_args(p, "edit")
+    wait_args(p, "edit")
     p.set_defaults(handler=cmd_edit)
 
-    p = verb("history", "list the recorded versions of a component")
+    p = verb_("history", "list the recorded versions of a component")
     p.add_argument("component")
     p.add_argument("-n", "--limit", type=int, help="only the newest N versions")
     p.set_defaults(handler=cmd_history)
 
-    p = verb("show", "print a version's bytes (COMPONENT@N), or the current file (COMPONENT)")
+    p = verb_("show", "print a version's bytes (COMPONENT@N), or the current file (COMPONENT)")
     p.add_argument("spec", metavar="COMPONENT[@N]")
     p.set_defaults(handler=cmd_show)
 
-    p = verb("diff", "unified diff between versions A and B (default: newest version vs the current file)")
+    p = verb_("diff", "unified diff between versions A and B (default: newest version vs the current file)")
     p.add_argument("component")
     p.add_argument("a", nargs="?", type=int, help="version A (default: the newest)")
     p.add_argument("b", nargs="?", type=int, help="version B (default: the current file)")
     p.set_defaults(handler=cmd_diff)
 
-    p = verb("rollback", "put an earlier version back (recorded as a new version)")
+    p = verb_("rollback", "put an earlier version back (recorded as a new version)")
     p.add_argument("component")
     p.add_argument("--to", type=int, metavar="N", help="version to restore (default: the one before the current)")
     p.add_argument("--reason")
     p.add_argument("--check", action="store_true", help="change nothing; say what would change")
-    _wait_args(p, "rollback")
+    wait_args(p, "rollback")
     p.set_defaults(handler=cmd_rollback)
 
-    p = verb("recover", "finish or undo operations interrupted by a crash (every changing verb does this first)")
+    p = verb_("recover", "finish or undo operations interrupted by a crash (every changing verb does this first)")
     p.set_defaults(handler=cmd_recover)
 
-    try:
+    if full or verb == "validate":
         from .validate.cli import add_validate_parser
-    except ImportError:  # pragma: no cover - the validator is part of the package
-        add_validate_parser = None
-    if add_validate_parser is not None:
+
         p = add_validate_parser(sub)
         _common(p, top=False)
         p.set_defaults(handler=cmd_validate)
+    else:
+        p = verb_("validate", "check manifests (files or a whole directory) the way the kubelet reads them")
+        p.add_argument("path", nargs="+")
 
-    p = verb("doctor", "check the whole directory as the kubelet reads it, the store and the daemon")
+    p = verb_("doctor", "check the whole directory as the kubelet reads it, the store and the daemon")
     p.set_defaults(handler=cmd_doctor)
     return parser
 
@@ -275,6 +290,13 @@ def _load_config(args: argparse.Namespace, layout: Any) -> Any:
     try:
         with open(path, "rb") as fh:
             digest = hashlib.sha256(fh.read()).hexdigest()
+    except FileNotFoundError:
+        if not explicit:  # no config file: all documented defaults
+            from .config import Config
+
+            _config_cache[key] = Config.default()
+            return _config_cache[key]
+        digest = None
     except OSError:
         digest = None
     if digest is not None:
@@ -714,7 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _Parser.json_mode = "--json" in argv
-    parser = build_parser()
+    chosen = next((a for a in argv if a in VERBS), None)
+    parser = build_parser(chosen or "")
     args = parser.parse_args(argv)
     out = Out(args)
     try:

@@ -200,7 +200,7 @@ def test_a_second_file_defining_the_same_pod_is_refused_naming_it(kubeadm, ctl, 
 
 
 def test_drift_is_recorded_before_any_change_so_nothing_is_lost(kubeadm, ctl, tmp_path) -> None:
-    assert ctl("park", "etcd").rc == 0  # first contact: everything is adopted
+    assert ctl("park", "kube-controller-manager").rc == 0  # first contact: everything is adopted
     hand = (kubeadm.manifests / SCHED).read_text() + "# edited by hand at 3 a.m.\n"
     (kubeadm.manifests / SCHED).write_text(hand)
     src = tmp_path / SCHED
@@ -311,7 +311,9 @@ def test_json_and_yml_and_gce_manifest_files_are_components(sandbox: Sandbox, ct
                   (corpus / "manifests" / "15-k8s-gce-kube-addon-manager.yaml").read_bytes())
     names = {c["component"]: c["file_name"] for c in ctl("status", "--json").json()["components"]}
     assert names == {"etcd": "etcd.json", "kube-addon-manager": "kube-addon-manager.manifest"}
-    assert ctl("park", "etcd").rc == 0 and (sandbox.parked / "etcd.json").exists()
+    assert ctl("park", "kube-addon-manager").rc == 0
+    assert (sandbox.parked / "kube-addon-manager.manifest").exists()
+    assert ctl("park", "etcd", "--force").rc == 0 and (sandbox.parked / "etcd.json").exists()
 
 
 def test_status_flags_strays_the_kubelet_would_run(kubeadm, ctl) -> None:
