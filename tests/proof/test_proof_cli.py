@@ -139,15 +139,10 @@ def test_failed_probe_with_rollback_on_failure_restores_the_previous_bytes(
     assert rc == EXIT_TIMEOUT and not body["ok"]
     assert body["wait"]["state"] == "unhealthy" and body["rollback"]["ok"]
     assert live.read_bytes() == previous
-    history = subprocess.run(
-        [shutil.which("staticpodctl") or "staticpodctl", "--root", str(root), "--json", "history", "kube-scheduler"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    versions = json.loads(history.stdout)["versions"] if history.returncode == 0 else []
-    if versions:
-        assert any("automatic rollback" in (v.get("reason") or "") for v in versions)
+    rc, hist = run(capsys, root, "history", "kube-scheduler")
+    newest = hist["versions"][-1]
+    assert newest["action"] == "rollback" and newest["reason"].startswith("automatic rollback after apply: unhealthy")
+    assert hist["current_digest"] == hist["versions"][0]["digest"]
     entries = journal(root, "AUTO_ROLLBACK")
     assert entries and "unhealthy" in entries[-1]["MESSAGE"]
 
