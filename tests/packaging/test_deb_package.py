@@ -1,0 +1,205 @@
+"""The .deb builds from a clean copy of the tracked tree, installs with dpkg, runs, and purges.
+
+Real tools end to end: packaging/build-deb.sh (dpkg-buildpackage, debhelper, pybuild), dpkg -i
+(apt-get install -f for missing Depends), the installed /usr/bin/staticpodctl and python3 modules
+under /usr/lib/python3/dist-packages, systemd-analyze on the installed unit, man, bash
+completion, journald with the installed catalog (journalctl -x). The package is purged at the
+end so the machine is left as it was. Needs root and dpkg-buildpackage; refuses to run (skips)
+when staticpodd is already installed on this machine, because it would purge it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from staticpodd import __version__
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = "staticpodd"
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="installs a .deb: needs root"),
+    pytest.mark.skipif(shutil.which("dpkg-buildpackage") is None, reason="dpkg-buildpackage not installed"),
+]
+
+
+def run(*cmd: str, cwd: Path | str = "/", check: bool = True, env: dict[str, str] | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run with the system PATH (not the test virtualenv) from a neutral directory, so the
+    installed package, not the source tree, is what gets imported."""
+    full_env = {"PATH": SYSTEM_PATH, "LC_ALL": "C.UTF-8", "HOME": os.environ.get("HOME", "/root"), **(env or {})}
+    r = subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout)
+    if check:
+        assert r.returncode == 0, f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def installed() -> bool:
+    r = run("dpkg-query", "-W", "-f=${Status}", PKG, check=False)
+    return r.returncode == 0 and "install ok installed" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if installed():
+        pytest.skip("staticpodd is already installed on this machine: this test installs and purges it")
+    out = tmp_path_factory.mktemp("deb-out")
+    r = run("bash", str(REPO / "packaging/build-deb.sh"), cwd=REPO, env={"OUT": str(out)}, check=False)
+    assert r.returncode == 0, f"build-deb.sh failed:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
+    debs = list(out.glob(f"{PKG}_*_all.deb"))
+    assert len(debs) == 1, r.stdout
+    return debs[0]
+
+
+@pytest.fixture(scope="module")
+def installed_pkg(deb: Path) -> Iterator[Path]:
+    run_dir_existed = Path("/run/staticpodd").exists()
+    state_dir_existed = Path("/var/lib/staticpodd").exists()
+    r = run("dpkg", "-i", str(deb), check=False, env={"DEBIAN_FRONTEND": "noninteractive"})
+    if r.returncode != 0:  # missing Depends: let apt fetch them and finish the configuration
+        run("apt-get", "install", "-f", "-y", "-q", env={"DEBIAN_FRONTEND": "noninteractive"})
+    assert installed(), r.stdout + r.stderr
+    try:
+        yield deb
+    finally:
+        if installed():
+            run("dpkg", "--purge", PKG, check=False)
+        if not run_dir_existed:
+            shutil.rmtree("/run/staticpodd", ignore_errors=True)
+        if not state_dir_existed and Path("/var/lib/staticpodd").is_dir():
+            try:
+                Path("/var/lib/staticpodd").rmdir()
+            except OSError:
+                pass
+
+
+def test_the_deb_is_built_from_tracked_files_only(deb: Path) -> None:
+    """The version is the source's, and its payload holds no untracked module."""
+    assert deb.name == f"{PKG}_{__version__}_all.deb"
+    payload = run("dpkg-deb", "-c", str(deb)).stdout
+    tracked = set(run("git", "ls-files", "staticpodd", cwd=REPO).stdout.split())
+    shipped = {
+        "staticpodd/" + m.group(1)
+        for m in re.finditer(r"\./usr/lib/python3/dist-packages/staticpodd/(\S+\.py)$", payload, re.M)
+    }
+    assert shipped and shipped <= tracked, shipped - tracked
+
+
+def test_depends_on_the_distro_python_libraries(deb: Path) -> None:
+    depends = run("dpkg-deb", "-f", str(deb), "Depends").stdout
+    for dep in ("python3-yaml", "python3-jsonschema", "python3-watchdog", "python3-systemd"):
+        assert re.search(rf"(^|[ ,]){dep}([ ,(]|$)", depends), depends
+
+
+def test_installed_staticpodctl_runs(installed_pkg: Path, tmp_path: Path) -> None:
+    version = run("/usr/bin/staticpodctl", "--version", cwd=tmp_path).stdout
+    assert __version__ in version
+    where = run("/usr/bin/python3", "-c", "import staticpodd; print(staticpodd.__file__)", cwd=tmp_path).stdout
+    assert where.startswith("/usr/lib/python3/dist-packages/staticpodd/"), where
+    root = tmp_path / "node"
+    (root / "etc/kubernetes/manifests").mkdir(parents=True)
+    r = run("/usr/bin/staticpodctl", "--root", str(root), "status", cwd=tmp_path)
+    assert "etc/kubernetes/manifests" in r.stdout
+    status = json.loads(run("/usr/bin/staticpodctl", "--root", str(root), "status", "--json", cwd=tmp_path).stdout)
+    assert isinstance(status, dict)
+    run("/usr/bin/staticpodd", "--version", cwd=tmp_path)
+
+
+def test_installed_validate_uses_the_shipped_pod_schemas(installed_pkg: Path, tmp_path: Path) -> None:
+    """A type error only the Pod schema catches (`hostNetwork: "true"`) is refused by the
+    installed staticpodctl: the schemas under /usr/share/staticpodd/schemas are found."""
+    bad = tmp_path / "kube-apiserver.yaml"
+    bad.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-apiserver\n  namespace: kube-system\n"
+        "spec:\n  hostNetwork: \"true\"\n  containers:\n  - name: kube-apiserver\n"
+        "    image: registry.k8s.io/kube-apiserver:v1.34.1\n"
+    )
+    r = run("/usr/bin/staticpodctl", "validate", str(bad), cwd=tmp_path, check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "hostNetwork" in r.stdout + r.stderr
+
+
+def test_nothing_is_shipped_in_the_manifest_directory(installed_pkg: Path) -> None:
+    files = run("dpkg", "-L", PKG).stdout.split("\n")
+    assert not [f for f in files if f.startswith("/etc/kubernetes")]
+
+
+def test_the_config_file_is_a_conffile_with_the_documented_defaults(installed_pkg: Path, tmp_path: Path) -> None:
+    conffiles = run("dpkg-query", "-W", "-f=${Conffiles}", PKG).stdout
+    assert "/etc/staticpodd/staticpodd.yaml" in conffiles
+    shipped = Path("/etc/staticpodd/staticpodd.yaml").read_bytes()
+    assert shipped == (REPO / "schemas/staticpodd.example.yaml").read_bytes()
+    code = (
+        "from staticpodd.config import Config, load_config\n"
+        "assert load_config('/etc/staticpodd/staticpodd.yaml') == Config(), 'not the defaults'\n"
+    )
+    run("/usr/bin/python3", "-c", code, cwd=tmp_path)
+
+
+def test_installed_unit_verifies_with_real_binaries_and_man_pages(installed_pkg: Path, tmp_path: Path) -> None:
+    unit = "/lib/systemd/system/staticpodd.service"
+    assert Path(unit).is_file()
+    r = run("systemd-analyze", "verify", unit, cwd=tmp_path, check=False)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    r = run("systemd-analyze", "security", "--offline=yes", "--threshold=15", unit, cwd=tmp_path, check=False)
+    assert r.returncode == 0, r.stdout
+    assert Path("/etc/systemd/system/multi-user.target.wants/staticpodd.service").is_symlink()
+    assert Path("/usr/lib/tmpfiles.d/staticpodd.conf").is_file()
+    assert Path("/run/staticpodd").is_dir() and Path("/var/lib/staticpodd").is_dir()
+    assert oct(Path("/var/lib/staticpodd").stat().st_mode & 0o777) == "0o700"
+
+
+def test_man_pages_and_completion_are_installed(installed_pkg: Path, tmp_path: Path) -> None:
+    for page in ("staticpodctl", "staticpodd"):
+        path = run("man", "-w", f"{page}.8", cwd=tmp_path).stdout.strip()
+        assert path == f"/usr/share/man/man8/{page}.8.gz"
+    text = run("man", "8", "staticpodctl", cwd=tmp_path, env={"MANWIDTH": "200", "MANPAGER": "cat"}).stdout
+    for verb in ("park", "unpark", "apply", "rollback", "history", "status"):
+        assert f"staticpodctl {verb}" in text, verb
+    code = (
+        "source /usr/share/bash-completion/completions/staticpodctl; "
+        'COMP_WORDS=(staticpodctl par); COMP_CWORD=1; _staticpodctl; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    assert run("bash", "-c", code, cwd=tmp_path).stdout.split() == ["park"]
+
+
+@pytest.mark.skipif(not Path("/run/systemd/journal/socket").exists(), reason="journald is not running")
+def test_journalctl_x_explains_an_event_with_the_installed_catalog(installed_pkg: Path, tmp_path: Path) -> None:
+    assert "staticpodd: " in run("journalctl", "--list-catalog").stdout
+    marker = f"/pkgtest-{uuid.uuid4().hex}"
+    code = (
+        "from staticpodd.journal import Journal, Event\n"
+        f"Journal('staticpodctl', {marker!r}).log(Event.PARKED, 'parked kube-scheduler', component='kube-scheduler')\n"
+    )
+    run("/usr/bin/python3", "-c", code, cwd=tmp_path)
+    out = ""
+    for _ in range(50):  # journald writes asynchronously: wait until the entry is readable
+        out = run("journalctl", "-x", "--no-pager", f"STATICPODD_ROOT={marker}", check=False).stdout
+        if "Subject:" in out:
+            break
+        time.sleep(0.1)
+    assert "parked kube-scheduler" in out
+    assert "Subject: Component parked: its static pod will be stopped" in out
+    assert "staticpodctl unpark COMPONENT" in out
+
+
+def test_purge_leaves_the_machine_clean(installed_pkg: Path) -> None:
+    run("dpkg", "--purge", PKG)
+    assert not installed()
+    for path in ("/lib/systemd/system/staticpodd.service", "/usr/bin/staticpodctl", "/etc/staticpodd",
+                 "/usr/lib/systemd/catalog/staticpodd.catalog", "/run/staticpodd",
+                 "/etc/systemd/system/multi-user.target.wants/staticpodd.service"):
+        assert not os.path.lexists(path), path
+    assert "staticpodd: " not in run("journalctl", "--list-catalog").stdout
