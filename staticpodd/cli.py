@@ -402,7 +402,8 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             if r["stray"] and r["state"] == "live":
                 notes.append("STRAY: the kubelet runs this file too")
             if r["drift"] and r["state"] != "missing":
-                notes.append("untracked: not recorded yet" if r["version"] is None else "drift: changed by someone else")
+                notes.append("untracked: not recorded yet" if r["version"] is None
+                             else "drift: changed by someone else")
             if r.get("park_broken"):
                 notes.append("PARK BROKEN: live again while parked")
             p = r["parked"]

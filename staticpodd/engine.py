@@ -14,7 +14,6 @@ directory; two files defining the same pod are refused (the lexically last one w
 
 from __future__ import annotations
 
-import difflib
 import os
 import pwd
 import time
@@ -175,6 +174,8 @@ def parse_duration(text: str) -> float:
 
 def unified_diff(a: bytes | None, b: bytes | None, label_a: str, label_b: str) -> str:
     """Unified diff (difflib) of two manifests; non-UTF-8 bytes are shown with replacement chars."""
+    import difflib
+
     la = (a or b"").decode("utf-8", "replace").splitlines(keepends=True)
     lb = (b or b"").decode("utf-8", "replace").splitlines(keepends=True)
     lines = list(difflib.unified_diff(la, lb, fromfile=label_a, tofile=label_b))
@@ -500,7 +501,8 @@ class Engine:
                 version = None
                 if head is None or head.digest != digest:
                     version = store.record(
-                        comp, fn, st.data, action="external", actor=EXTERNAL, reason=f"found {kind}",
+                        comp, fn, st.data, action="external", actor=EXTERNAL,
+                        reason="first seen (adopted)" if kind == "adopted" else f"found {kind}",
                         mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
                     ).seq
                 else:
