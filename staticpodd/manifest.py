@@ -22,6 +22,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -62,9 +63,7 @@ for _value, _tag, _words in (
 
 _YAML_STYLE_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
-_GO_FLOAT = re.compile(
-    r"^[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE
-)
+_GO_FLOAT = re.compile(r"^[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
@@ -149,12 +148,21 @@ def _resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
     return _SEQ if kind is yaml.SequenceNode else _MAP
 
 
-_CParser = getattr(yaml, "CParser", None)
+try:
+    from yaml.cyaml import CParser as _CParser
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _CParser = None  # type: ignore[assignment, misc]
 
 if _CParser is not None:
 
     class _CComposer(_CParser):  # type: ignore[misc, valid-type]
         resolve = _resolve
+
+        def descend_resolver(self, *a: Any) -> None:
+            pass
+
+        def ascend_resolver(self, *a: Any) -> None:
+            pass
 else:  # pragma: no cover - PyYAML without libyaml
     _CComposer = None  # type: ignore[assignment, misc]
 
@@ -196,7 +204,7 @@ def _compose_all(text: str) -> list[Any]:
             loader.dispose()
         return docs
     except yaml.composer.ComposerError as exc:
-        if "found duplicate anchor" not in str(exc.problem) or _CComposer is None:
+        if "found duplicate anchor" not in str(exc) or _CComposer is None:
             raise
     loader = _PyComposer(text)
     docs = []
@@ -287,9 +295,7 @@ def _explicit(tag: str, value: str, node: Any) -> Any:
     return out
 
 
-def _problem(
-    code: str, message: str, node: Any, hint: str | None = None, field: str | None = None
-) -> DecodeProblem:
+def _problem(code: str, message: str, node: Any, hint: str | None = None, field: str | None = None) -> DecodeProblem:
     m = node.start_mark
     return DecodeProblem(code, message, line=m.line + 1, column=m.column + 1, hint=hint, field=field)
 
@@ -304,29 +310,49 @@ class _Builder:
         self.positions: dict[str, tuple[int, int]] = {}
         self.decode_count = 0
         self.alias_count = 0
+        self.alias_depth = 0
         self.seen: set[int] = set()
         self.active: set[int] = set()
 
-    def _count(self, node: Any) -> None:
-        # go-yaml v2 decode.go: excessive aliasing check ("billion laughs").
-        self.decode_count += 1
+    def _enter(self, node: Any) -> bool:
+        """Count one decoded node like go-yaml v2; True when ``node`` is reached through an alias."""
         key = id(node)
-        if key in self.seen:
-            self.alias_count += 1
-            if self.alias_count > 100 and self.decode_count > 1000:
-                ratio = self.alias_count / self.decode_count
-                if ratio > _allowed_alias_ratio(self.decode_count):
-                    raise _problem(
-                        "yaml-excessive-aliasing",
-                        "document contains excessive aliasing",
-                        node,
-                        hint="expand the anchors/aliases by hand; the kubelet's YAML decoder refuses this",
-                    )
-        elif not isinstance(node, yaml.ScalarNode):
+        is_alias = key in self.seen
+        if is_alias:
+            self.decode_count += 1  # the alias node itself
+            if self.alias_depth > 0:
+                self.alias_count += 1
+            self.alias_depth += 1
+        else:
             self.seen.add(key)
+        self._count(node)
+        return is_alias
+
+    def _count(self, node: Any) -> None:
+        # go-yaml v2 decode.go unmarshal(): every node decoded under an alias counts as aliased;
+        # "document contains excessive aliasing" guards against "billion laughs".
+        self.decode_count += 1
+        if self.alias_depth > 0:
+            self.alias_count += 1
+        if self.alias_count > 100 and self.decode_count > 1000:
+            ratio = self.alias_count / self.decode_count
+            if ratio > _allowed_alias_ratio(self.decode_count):
+                raise _problem(
+                    "yaml-excessive-aliasing",
+                    "document contains excessive aliasing",
+                    node,
+                    hint="expand the anchors/aliases by hand; the kubelet's YAML decoder refuses this",
+                )
 
     def build(self, node: Any, path: str) -> Any:
-        self._count(node)
+        is_alias = self._enter(node)
+        try:
+            return self._build(node, path)
+        finally:
+            if is_alias:
+                self.alias_depth -= 1
+
+    def _build(self, node: Any, path: str) -> Any:
         if isinstance(node, yaml.ScalarNode):
             m = node.start_mark
             if path not in self.positions:
@@ -364,7 +390,9 @@ class _Builder:
                     hint="quote it if a string was meant",
                 )
             if value == int(value) and abs(value) < 1e21:
-                return int(value)
+                # encoding/json writes such a float64 as an integer with its shortest digits
+                # (1.8446744073709552e19 -> 18446744073709552000); the kubelet then reads that.
+                return int(Decimal(repr(value)))
         return value
 
     def key_string(self, node: Any) -> str:
@@ -422,18 +450,22 @@ class _Builder:
             out[k] = self.build(vnode, sub)
         return out
 
+    def _merge_one(self, node: Any, out: dict, path: str) -> None:
+        is_alias = self._enter(node)
+        try:
+            out.update(self.mapping(node, path))
+        finally:
+            if is_alias:
+                self.alias_depth -= 1
+
     def merge(self, vnode: Any, out: dict, path: str) -> None:
         if isinstance(vnode, yaml.MappingNode):
-            self._count(vnode)
-            out.update(self.mapping(vnode, path))
+            self._merge_one(vnode, out, path)
         elif isinstance(vnode, yaml.SequenceNode):
             for item in reversed(vnode.value):
                 if not isinstance(item, yaml.MappingNode):
-                    raise _problem(
-                        "yaml-syntax", "map merge requires map or sequence of maps as the value", item
-                    )
-                self._count(item)
-                out.update(self.mapping(item, path))
+                    raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", item)
+                self._merge_one(item, out, path)
         else:
             raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", vnode)
 
@@ -543,9 +575,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> DecodeProblem:
         lines = text.split("\n")
         cur = lines[mark.line] if mark.line < len(lines) else ""
         # libyaml points at the tab; go-yaml says the same thing.
-        if "\t" in cur[: len(cur) - len(cur.lstrip(" \t"))] or (
-            mark.column < len(cur) and cur[mark.column] == "\t"
-        ):
+        if "\t" in cur[: len(cur) - len(cur.lstrip(" \t"))] or (mark.column < len(cur) and cur[mark.column] == "\t"):
             tab_col = cur.index("\t") + 1
             return DecodeProblem(
                 "yaml-tab",

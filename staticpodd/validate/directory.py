@@ -83,12 +83,48 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
     return validate(data, display, options)
 
 
+_DEFAULT_SECURE_PORT = {"kube-apiserver": 6443, "kube-controller-manager": 10257, "kube-scheduler": 10259}
+_URL_PORT = re.compile(r"^[a-z]+://[^,/]*:(\d+)")
+
+
+def _inferred_ports(c: dict) -> list[tuple[int, str]]:
+    """Ports a hostNetwork control-plane container listens on without declaring them (inferred).
+
+    kube-apiserver / kube-controller-manager / kube-scheduler: ``--secure-port`` or its
+    default (6443 / 10257 / 10259); etcd: the ports of ``--listen-client-urls`` and
+    ``--listen-peer-urls`` (default 2379 / 2380).
+    """
+    argv = [a for a in as_list(c.get("command")) + as_list(c.get("args")) if isinstance(a, str)]
+    if not argv:
+        return []
+    binary = os.path.basename(argv[0])
+    flags: dict[str, str] = {}
+    for i, a in enumerate(argv):
+        if a.startswith("--"):
+            key, eq, value = a[2:].partition("=")
+            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                value = argv[i + 1]
+            flags[key] = value
+    out: list[tuple[int, str]] = []
+    if binary in _DEFAULT_SECURE_PORT:
+        port = flags.get("secure-port", str(_DEFAULT_SECURE_PORT[binary]))
+        if port.isdigit() and int(port) > 0:
+            out.append((int(port), f"{binary} --secure-port"))
+    elif binary == "etcd":
+        for flag, default in (("listen-client-urls", 2379), ("listen-peer-urls", 2380)):
+            urls = flags.get(flag)
+            ports = {int(m.group(1)) for u in (urls or "").split(",") if (m := _URL_PORT.match(u.strip()))}
+            for port in sorted(ports or {default}):
+                out.append((port, f"etcd --{flag}"))
+    return out
+
+
 def _host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
     """(protocol, port, hostIP, field) the pod claims on the node.
 
-    hostNetwork pods claim every containerPort (defaulting sets hostPort = containerPort);
-    other pods claim explicit hostPorts. Source: pkg/apis/core/v1/defaults.go SetDefaults_Pod;
-    NodePorts predicate.
+    hostNetwork pods claim every containerPort (defaulting sets hostPort = containerPort), and
+    control-plane binaries the ports their flags name (inferred); other pods claim explicit
+    hostPorts. Source: pkg/apis/core/v1/defaults.go SetDefaults_Pod; NodePorts predicate.
     """
     spec = as_dict(doc.get("spec"))
     host_network = spec.get("hostNetwork") is True
@@ -98,6 +134,7 @@ def _host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
             c = as_dict(c)
             if key == "initContainers" and c.get("restartPolicy") != "Always":
                 continue  # plain init containers have exited before others start
+            declared = set()
             for j, port in enumerate(as_list(c.get("ports"))):
                 port = as_dict(port)
                 hp = port.get("hostPort")
@@ -106,7 +143,12 @@ def _host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
                 if isinstance(hp, int) and not isinstance(hp, bool) and hp > 0:
                     proto = port.get("protocol") or "TCP"
                     ip = port.get("hostIP") or "0.0.0.0"
+                    declared.add((str(proto), hp))
                     out.append((str(proto), hp, str(ip), f"spec.{key}[{i}].ports[{j}]"))
+            if host_network:
+                for port, _why in _inferred_ports(c):
+                    if ("TCP", port) not in declared:
+                        out.append(("TCP", port, "0.0.0.0", f"spec.{key}[{i}].command"))
     return out
 
 

@@ -45,6 +45,16 @@ def _not_a_pod_hint(kind: str, api_version: Any) -> str:
     )
 
 
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "plain string"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
 def dns1123_subdomain_errors(value: str) -> str | None:
     """Why ``value`` is not a DNS-1123 subdomain (validation.go IsDNS1123Subdomain), or None."""
     if len(value) > DNS1123_SUBDOMAIN_MAX:
@@ -101,8 +111,8 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
                 path,
                 positions,
                 None,
-                f"the document is a {type(doc).__name__ if not isinstance(doc, list) else 'list'}, not a "
-                "Pod object; the kubelet cannot decode it as a pod",
+                f"the file decodes to a {_json_type(doc)}, not a Pod object (is it a script or some other "
+                "file?); the kubelet cannot decode it as a pod",
                 "a manifest is one mapping with apiVersion: v1 and kind: Pod",
             )
         ]
