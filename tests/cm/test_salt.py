@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from staticpodd.cmpatterns import SALT_TEMPFILE, identify
+
 HERE = Path(__file__).resolve().parent
 SALT_CALL = os.environ.get("STATICPODD_SALT_CALL") or shutil.which("salt-call")
 
@@ -34,15 +36,18 @@ APPLY_ID = "cmd_|-kube-scheduler-apply_|-"
 def salt_apply(sandbox, tmp_path):
     sroot = tmp_path / "salt"
     (sroot / "srv").mkdir(parents=True)
-    shutil.copyfile(HERE / "salt" / "staticpod.sls", sroot / "srv" / "staticpod.sls")
+    for sls in ("staticpod.sls", "unsafe_direct.sls"):
+        shutil.copyfile(HERE / "salt" / sls, sroot / "srv" / sls)
     (sroot / "minion").write_text(
         "file_client: local\n"
         f"root_dir: {sroot}\ncachedir: {sroot}/cache\npki_dir: {sroot}/pki\n"
         f"log_file: {sroot}/minion.log\nfile_roots:\n  base:\n    - {sroot}/srv\n"
     )
 
-    def run(source: Path, *, test: bool = False) -> tuple[int, dict]:
-        pillar = json.dumps({"sp_root": str(sandbox.root), "sp_source": str(source)})
+    def run(source: Path, *, test: bool = False, sls: str = "staticpod") -> tuple[int, dict]:
+        pillar = json.dumps(
+            {"sp_root": str(sandbox.root), "sp_source": str(source), "sp_manifest_dir": str(sandbox.manifest_dir)}
+        )
         args = [
             SALT_CALL,
             "--local",
@@ -51,7 +56,7 @@ def salt_apply(sandbox, tmp_path):
             "--out=json",
             "--retcode-passthrough",
             "state.apply",
-            "staticpod",
+            sls,
             f"pillar={pillar}",
         ]
         if test:
@@ -103,3 +108,32 @@ def test_test_mode_runs_staticpodctl_check_and_changes_nothing(sandbox, salt_app
     rc, states = salt_apply(changed, test=True)
     assert states[FILE_ID]["result"] is None  # "would be changed"
     assert sandbox.snapshot() == before
+
+
+def test_file_managed_into_the_manifest_directory_creates_a_non_dot_temp_file_there(sandbox, salt_apply, scheduler):
+    """Why the README says: never point file.managed at the kubelet's directory. A real inotify
+    watch (watchdog) records every name created in the directory while Salt writes."""
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers.inotify import InotifyObserver
+
+    good, _, _ = scheduler
+    created: list[str] = []
+
+    class Record(FileSystemEventHandler):
+        def on_created(self, event):
+            created.append(os.path.basename(event.src_path))
+
+    observer = InotifyObserver()
+    observer.schedule(Record(), str(sandbox.manifest_dir))
+    observer.start()
+    try:
+        rc, _ = salt_apply(good, sls="unsafe_direct")
+    finally:
+        observer.stop()
+        observer.join()
+    assert rc == 0
+    temps = [n for n in created if n != "kube-scheduler.yaml"]
+    assert temps, created
+    found = identify(temps[0])
+    assert found is not None and found.pattern is SALT_TEMPFILE and found.target == "kube-scheduler.yaml"
+    assert sorted(os.listdir(sandbox.manifest_dir)) == ["kube-scheduler.yaml"]  # renamed away afterwards
