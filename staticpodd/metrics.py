@@ -23,7 +23,7 @@ Families (all gauges; every family has HELP and TYPE; one sample per component w
 ``staticpodd_component_park_deadline_timestamp_seconds``    park ``until``, unix time (if any)
 ``staticpodd_component_last_validation_failure_timestamp_seconds``  last time its file failed
 ``staticpodd_component_validation_errors{component}``       error findings on it now
-``staticpodd_strays``                                       stray findings now
+``staticpodd_strays``                                       stray files now (distinct names)
 ``staticpodd_duplicates``                                   duplicate-pod findings now
 ``staticpodd_findings{severity}``                           findings now, per severity
 ==========================================================  =====================================
@@ -39,6 +39,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -116,24 +117,30 @@ def snapshot_from_status(
 
     ``status``: ``{"components": [{"component", "file_name", "state": "live"|"parked"|"missing",
     "version": int|None, "digest": str|None, "drift": bool, "parked": {"since", "until",
-    "actor", "reason"} | None}]}``; timestamps are epoch seconds (``until`` may be None).
+    "actor", "reason"} | None}]}`` (other keys are ignored); ``since``/``until`` are epoch
+    seconds or ISO 8601 UTC strings as ``Engine.status()`` gives them (``until`` may be None).
     ``findings``: ``staticpodd.validate.Finding`` objects (or their ``to_dict()`` form); used:
     ``code``, ``severity``, ``path``. An ``error`` finding on a component's file (by file name) is
     a validation failure of that component; stray and duplicate-pod findings are only counted in
-    ``strays``/``duplicates`` (the validator puts duplicate-pod on the file that *loses*). ``previous``: the last snapshot, whose last-failure times carry
-    over while a component validates clean. Pure; raises KeyError/TypeError on a malformed
+    ``strays``/``duplicates`` (the validator puts duplicate-pod on the file that *loses*).
+    ``strays`` counts distinct file names from stray findings and status rows with
+    ``"stray": true``. ``previous``: the last snapshot, whose last-failure times carry over while
+    a component validates clean. Pure; raises KeyError/TypeError/ValueError on a malformed
     status dict.
     """
     last = previous.last_failures() if previous is not None else {}
     errors_by_file: dict[str, int] = {}
     by_severity: dict[str, int] = {}
-    strays = duplicates = 0
+    stray_files: set[str] = {
+        str(c.get("file_name")) for c in status.get("components", []) if c.get("stray") and c.get("file_name")
+    }
+    duplicates = 0
     for f in findings:
         code = str(_finding_get(f, "code") or "")
         severity = str(_finding_get(f, "severity") or "error")
         by_severity[severity] = by_severity.get(severity, 0) + 1
         if is_stray_finding(code):
-            strays += 1
+            stray_files.add(os.path.basename(str(_finding_get(f, "path") or code)))
             continue
         if is_duplicate_finding(code):
             duplicates += 1
@@ -171,14 +178,30 @@ def snapshot_from_status(
         started_at=started_at,
         build_version=build_version,
         components=tuple(comps),
-        strays=strays,
+        strays=len(stray_files),
         duplicates=duplicates,
         findings_by_severity=by_severity,
     )
 
 
 def _num(value: Any) -> float | None:
-    return None if value is None else float(value)
+    """Epoch seconds from a number or an ISO 8601 UTC string (``2026-11-29T18:30:00Z``, as
+    ``store.ParkRecord.to_dict`` writes it); None stays None. Raises ValueError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
 
 
 # ---- exposition text ---------------------------------------------------------------------------
