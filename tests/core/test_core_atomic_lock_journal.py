@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
 
-import pytest
+from spd_testlib import REPO, journal_entries, small_pod
 
-from conftest import REPO, journal_entries, small_pod
 from staticpodd.journal import Event
 
 

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import Sandbox, small_pod
+from spd_testlib import Sandbox, small_pod
 
 SCHED = "kube-scheduler.yaml"
 

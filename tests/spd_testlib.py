@@ -1,0 +1,128 @@
+"""Helpers shared by every test area (imported as ``spd_testlib``; tests/ is on sys.path through
+tests/conftest.py). Fixtures live in tests/conftest.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def corpus_dir() -> Path | None:
+    """``../shared/corpus`` beside the repository (or $STATICPODD_CORPUS), None when absent."""
+    env = os.environ.get("STATICPODD_CORPUS")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO.parent / "shared" / "corpus")
+    for c in candidates:
+        if (c / "manifests").is_dir():
+            return c
+    return None
+
+
+
+
+KUBEADM = {
+    "kube-apiserver.yaml": "01-zetaoss-kubeadm-kube-apiserver.yaml",
+    "kube-controller-manager.yaml": "02-zetaoss-kubeadm-kube-controller-manager.yaml",
+    "kube-scheduler.yaml": "03-zetaoss-kubeadm-kube-scheduler.yaml",
+    "etcd.yaml": "04-zetaoss-kubeadm-etcd.yaml",
+}
+
+
+@dataclass
+class Sandbox:
+    """A node-like root under tmp_path."""
+
+    root: Path
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "etc" / "kubernetes" / "manifests"
+
+    @property
+    def parked(self) -> Path:
+        return self.manifests / ".staticpodd" / "parked"
+
+    def write(self, name: str, data: bytes | str, mode: int = 0o600) -> Path:
+        p = self.manifests / name
+        p.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.chmod(p, mode)
+        return p
+
+    def visible(self) -> list[str]:
+        """Non-dot names in the manifest directory: what the kubelet reads."""
+        return sorted(n for n in os.listdir(self.manifests) if not n.startswith("."))
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file under the manifest directory (dot-area included) -> bytes."""
+        out = {}
+        for dirpath, _, files in os.walk(self.manifests):
+            for f in files:
+                p = Path(dirpath) / f
+                out[str(p.relative_to(self.manifests))] = p.read_bytes()
+        return out
+
+
+def small_pod(name: str = "web", image: str = "nginx:1.27", namespace: str | None = None, extra: str = "") -> str:
+    """A minimal valid static pod manifest (YAML)."""
+    ns = f"  namespace: {namespace}\n" if namespace else ""
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n"
+        f"  name: {name}\n{ns}spec:\n  containers:\n  - name: {name}\n    image: {image}\n{extra}"
+    )
+
+
+
+
+
+
+@dataclass
+class Run:
+    rc: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        lines = [ln for ln in self.out.splitlines() if ln.strip()]
+        assert lines, f"no stdout (stderr: {self.err!r})"
+        return json.loads(lines[-1])
+
+
+
+
+def staticpodctl_cmd() -> list[str]:
+    """How to start staticpodctl as a real process (the venv's interpreter, this checkout)."""
+    return [sys.executable, "-m", "staticpodd.cli"]
+
+
+
+
+JOURNAL_SOCKET = Path("/run/systemd/journal/socket")
+
+
+def journal_entries(root: Path, *, want: Callable[[list[dict]], bool] | None = None,
+                    timeout: float = 10.0) -> list[dict]:
+    """journald entries whose STATICPODD_ROOT is ``root`` (polls until ``want(entries)``)."""
+    if not JOURNAL_SOCKET.exists() or shutil.which("journalctl") is None:
+        pytest.skip("journald is not running here (.ci/setup starts it)")
+    deadline = time.monotonic() + timeout
+    while True:
+        res = subprocess.run(
+            ["journalctl", "--no-pager", "-o", "json", f"STATICPODD_ROOT={root}"],
+            capture_output=True, text=True, timeout=30,
+        )
+        entries = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+        if want is None or want(entries) or time.monotonic() > deadline:
+            return entries
+        time.sleep(0.2)
