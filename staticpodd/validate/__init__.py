@@ -128,7 +128,13 @@ def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list
         return decoded.doc, decoded.positions, findings
     ctx = Context(decoded.doc, decoded.positions, path, options)
     for rule in _file_rules():
-        rule(ctx)
+        try:
+            rule(ctx)
+        except (TypeError, AttributeError, ValueError, KeyError):
+            # A later rule tripped over a value of the wrong type; the schema layer has already
+            # reported it as an error, which is the verdict that matters. Anything else is a bug.
+            if not any(f.code == "schema-type" for f in ctx.findings):
+                raise
     findings.extend(ctx.findings)
     return decoded.doc, decoded.positions, findings
 

@@ -362,7 +362,7 @@ def rule_containers(ctx: Context) -> None:
     """
     spec = ctx.spec
     host_network = spec.get("hostNetwork") is True
-    volume_names = {as_dict(v).get("name") for v in as_list(spec.get("volumes"))}
+    volume_names = {n for v in as_list(spec.get("volumes")) if isinstance(n := as_dict(v).get("name"), str)}
     seen_names: dict[str, str] = {}
     host_ports: dict[tuple[Any, Any, Any], str] = {}
     for base, c in ctx.containers():

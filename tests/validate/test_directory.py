@@ -1,0 +1,191 @@
+"""Layer 7: a manifest directory as the kubelet reads it (real files, links, FIFOs, modes under tmp_path)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from staticpodd.validate import has_errors, validate_directory, validate_path
+from staticpodd.validate.directory import stray_reason
+from tests.validate.conftest import NODE, codes, container, pod
+
+
+def write(d: Path, name: str, data: bytes, mode: int = 0o600) -> Path:
+    p = d / name
+    p.write_bytes(data)
+    p.chmod(mode)
+    return p
+
+
+@pytest.fixture
+def mdir(tmp_path: Path) -> Path:
+    d = tmp_path / "manifests"
+    d.mkdir(mode=0o700)
+    return d
+
+
+def test_a_clean_directory_has_no_findings(mdir):
+    write(mdir, "a.yaml", pod(name="a"))
+    write(mdir, "b.yaml", pod(name="b"))
+    assert validate_directory(mdir, NODE) == []
+
+
+def test_dot_names_are_ignored_like_the_kubelet_does(mdir):
+    write(mdir, "a.yaml", pod(name="a"))
+    write(mdir, ".a.yaml.swp", b"\x00garbage")
+    (mdir / ".staticpodd").mkdir()
+    assert validate_directory(mdir, NODE) == []
+
+
+def test_duplicates_name_the_lexically_last_file(mdir):
+    write(mdir, "kube-apiserver.yaml", pod(name="kube-apiserver"))
+    write(mdir, "kube-apiserver.yaml.orig", pod(name="kube-apiserver"))
+    write(mdir, "z-other.yaml", pod(name="kube-apiserver"))
+    found = validate_directory(mdir, NODE)
+    dups = [f for f in found if f.code == "duplicate-pod"]
+    assert [Path(f.path).name for f in dups] == ["kube-apiserver.yaml", "kube-apiserver.yaml.orig"]
+    assert all("kubelet runs z-other.yaml" in f.message for f in dups)
+
+
+def test_same_name_in_different_namespaces_is_not_a_duplicate(mdir):
+    write(mdir, "a.yaml", pod(name="x", namespace="a"))
+    write(mdir, "b.yaml", pod(name="x", namespace="b"))
+    assert validate_directory(mdir, NODE) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kube-apiserver.yaml~",
+        "etcd.yaml.bak",
+        "etcd.yaml.backup",
+        "x.orig",
+        "x.dpkg-old",
+        "x.rpmnew",
+        "4913",
+        "#x.yaml#",
+        "x.yaml.swp",
+        "kube-apiserver.yaml.tmp4718",
+        "x.yaml20240131-1234-abcdef",
+        "x.yaml.1234.2024-01-31@12:00:00~",
+        "restart.sh",
+        "README.md",
+    ],
+)
+def test_stray_names(name):
+    assert stray_reason(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kube-apiserver.yaml",
+        "etcd.yml",
+        "etcd.json",
+        "kube-vip",
+        "keepalived.manifest",
+        "kube-scheduler-pod.yaml",
+        "etcd-pod.yaml",
+    ],
+)
+def test_manifest_names_are_not_strays(name):
+    assert stray_reason(name) is None
+
+
+def test_a_stray_pod_still_runs_and_is_reported(mdir):
+    write(mdir, "web.yaml.bak", pod(name="web"))
+    found = validate_directory(mdir, NODE)
+    assert codes(found) == ["stray"] and "this one runs" in found[0].message
+
+
+def test_subdirectories_are_ignored_and_reported(mdir):
+    (mdir / "apps").mkdir()
+    write(mdir / "apps", "web.yaml", pod(name="web"))
+    found = validate_directory(mdir, NODE)
+    assert codes(found) == ["subdirectory-ignored"]
+
+
+def test_symlinks_are_followed_and_dangling_ones_skipped(mdir, tmp_path):
+    target = write(tmp_path, "real.yaml", pod(name="web"))
+    (mdir / "web.yaml").symlink_to(target)
+    (mdir / "gone.yaml").symlink_to(tmp_path / "missing.yaml")
+    found = validate_directory(mdir, NODE)
+    assert sorted(codes(found)) == ["dangling-symlink", "symlink"]
+    assert not has_errors(found)
+
+
+def test_fifo_is_skipped(mdir):
+    os.mkfifo(mdir / "pipe")
+    assert codes(validate_directory(mdir, NODE)) == ["not-regular-file"]
+
+
+def test_host_port_conflict_between_two_pods_is_an_error(mdir):
+    write(
+        mdir, "a.yaml", pod({"hostNetwork": True, "containers": [container(ports=[{"containerPort": 8080}])]}, name="a")
+    )
+    write(mdir, "b.yaml", pod({"containers": [container(ports=[{"containerPort": 80, "hostPort": 8080}])]}, name="b"))
+    write(
+        mdir,
+        "c.yaml",
+        pod({"containers": [container(ports=[{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}])]}, name="c"),
+    )
+    found = validate_directory(mdir, NODE)
+    assert [(Path(f.path).name, f.code, f.severity) for f in found] == [("b.yaml", "host-port-conflict", "error")]
+    assert "kube-system/a in a.yaml" in found[0].message
+
+
+def test_two_control_plane_binaries_on_the_same_inferred_port_conflict(mdir):
+    api = {"hostNetwork": True, "containers": [container(command=["kube-apiserver", "--secure-port=6443"])]}
+    write(mdir, "api.yaml", pod(api, name="kube-apiserver"))
+    other = {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 6443}])]}
+    write(mdir, "lb.yaml", pod(other, name="haproxy"))
+    assert codes(validate_directory(mdir, NODE)) == ["host-port-conflict"]
+
+
+def test_loose_modes_and_owners_warn(mdir):
+    write(mdir, "a.yaml", pod(name="a"), mode=0o644)
+    b = write(mdir, "b.yaml", pod(name="b"))
+    os.chown(b, 65534, 65534)
+    found = validate_directory(mdir, NODE)
+    assert [(Path(f.path).name, f.code) for f in found] == [
+        ("a.yaml", "loose-permissions"),
+        ("b.yaml", "loose-permissions"),
+    ]
+    assert "0644" in found[0].message and "65534:65534" in found[1].message
+
+
+def test_directory_writable_by_others_warns(mdir):
+    mdir.chmod(0o777)
+    assert codes(validate_directory(mdir, NODE)) == ["loose-permissions"]
+
+
+def test_pods_that_fit_alone_but_not_together_predict_out_of_memory(mdir):
+    big = {"containers": [container(resources={"requests": {"memory": "5Gi"}})]}
+    write(mdir, "a.yaml", pod(big, name="a"))
+    write(mdir, "b.yaml", pod(big, name="b"))
+    found = validate_directory(mdir, NODE)
+    assert [(Path(f.path).name, f.code) for f in found] == [("b.yaml", "out-of-memory")]
+    assert f"used: {5 * 2**30}, capacity: {8 * 2**30}" in found[0].message
+
+
+def test_only_the_winning_duplicate_counts_for_node_fit(mdir):
+    big = {"containers": [container(resources={"requests": {"cpu": "3"}})]}
+    write(mdir, "a.yaml", pod(big, name="a"))
+    write(mdir, "a.yaml.bak", pod(big, name="a"))
+    assert "out-of-cpu" not in codes(validate_directory(mdir, NODE))
+
+
+def test_validate_path_accepts_any_file_name_and_refuses_missing_paths(tmp_path):
+    p = write(tmp_path, ".ansible_tmpXYZ", pod())
+    assert validate_path(p, NODE) == []
+    with pytest.raises(FileNotFoundError):
+        validate_path(tmp_path / "nope", NODE)
+
+
+def test_oversized_file_is_refused_without_reading_it_all(tmp_path):
+    p = write(tmp_path, "big.yaml", b"# " + b"x" * 5000 + b"\n" + pod())
+    small = dataclasses.replace(NODE, max_bytes=1000)
+    assert codes(validate_path(p, small)) == ["too-large"]

@@ -1,0 +1,370 @@
+"""Layers 2-6: every rule has an input that trips it and one that must not."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from staticpodd.errors import InvalidManifest
+from staticpodd.validate import Options, gate, has_errors, validate_bytes
+from tests.validate.conftest import NODE, codes, container, pod
+
+
+def run(data: bytes, options: Options = NODE) -> list:
+    return validate_bytes(data, "m.yaml", options)
+
+
+def test_a_minimal_pod_has_no_findings():
+    assert run(pod()) == []
+
+
+# --------------------------------------------------------------------- identity (layer 2)
+
+
+@pytest.mark.parametrize(
+    ("doc", "code"),
+    [
+        ({"kind": "Pod", "metadata": {"name": "x"}}, "api-version-missing"),
+        ({"apiVersion": "v1", "metadata": {"name": "x"}}, "kind-missing"),
+        ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"}}, "not-a-pod"),
+        ({"apiVersion": "v1", "kind": "PodList", "items": []}, "not-a-pod"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, "not-a-pod"),
+        ({"apiVersion": "v2", "kind": "Pod", "metadata": {"name": "x"}}, "wrong-api-version"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, "name-missing"),
+        ({"apiVersion": "v1", "kind": "Pod"}, "name-missing"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Kube_API"}}, "name-invalid"),
+    ],
+)
+def test_identity_refusals(doc, code):
+    assert codes(run(json.dumps(doc).encode()), "error")[:1] == [code]
+
+
+def test_not_a_pod_hints_say_what_to_do_instead():
+    ds = run(b"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: x}\n")
+    assert "spec.template" in ds[0].hint
+    lst = run(b"apiVersion: v1\nkind: PodList\nitems: []\n")
+    assert "own file" in lst[0].hint
+
+
+def test_name_too_long_once_the_node_name_is_appended():
+    name = "a" * 240
+    long_node = dataclasses.replace(NODE, node_name="node-" + "x" * 20)
+    assert codes(run(pod(name=name), long_node)) == ["name-too-long"]
+    assert codes(run(pod(name=name), NODE)) == []  # 240 + len("-cp-1") = 245 <= 253
+
+
+def test_invalid_namespace():
+    assert "namespace-invalid" in codes(run(pod(namespace="Kube_System")))
+
+
+# --------------------------------------------------------------------- schema (layer 3)
+
+
+def test_type_errors_are_errors_with_field_and_hint():
+    data = pod(
+        {
+            "hostNetwork": "true",
+            "containers": [container(livenessProbe={"tcpSocket": {"port": 80}, "timeoutSeconds": "15"})],
+        }
+    )
+    found = run(data)
+    assert codes(found) == ["schema-type", "schema-type"]
+    by_field = {f.field: f for f in found}
+    assert "remove the quotes" in by_field["spec.hostNetwork"].hint
+    assert by_field["spec.containers[0].livenessProbe.timeoutSeconds"].line is not None
+
+
+def test_unknown_fields_are_warnings_and_errors_when_strict():
+    data = pod({"containers": [container(livenessProbe={"tcpSocket": {"port": 80}, "timeOutSeconds": 10})]})
+    found = run(data)
+    assert [(f.code, f.severity) for f in found] == [("schema-unknown-field", "warning")]
+    assert "timeoutSeconds" in found[0].hint
+    strict = run(data, dataclasses.replace(NODE, strict=True))
+    assert [(f.code, f.severity) for f in strict] == [("schema-unknown-field", "error")]
+
+
+def test_missing_required_container_name():
+    assert "schema-required" in codes(run(pod({"containers": [{"image": "nginx:1"}]})))
+
+
+def test_int32_range():
+    data = pod({"containers": [container(ports=[{"containerPort": 2**31}])]})
+    assert "schema-type" in codes(run(data))
+
+
+def test_yaml11_boolean_in_a_string_field_is_a_type_error():
+    data = (
+        b"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: i:1\n"
+        b"    command: [echo, yes]\n"
+    )
+    found = run(data)
+    assert codes(found) == ["schema-type"] and "quote it" in found[0].hint
+
+
+def test_schema_follows_the_targeted_version():
+    # resources on the pod level exist in 1.34+ schemas only (PodLevelResources)
+    data = pod({"resources": {"requests": {"cpu": "100m"}}})
+    assert codes(run(data, dataclasses.replace(NODE, kubernetes_version="1.34"))) == []
+    assert codes(run(data, dataclasses.replace(NODE, kubernetes_version="1.31"))) == ["schema-unknown-field"]
+
+
+# --------------------------------------------------------------------- static pod refusals (layer 4)
+
+
+def test_ephemeral_containers_and_scheduling_gates_are_refused():
+    assert "ephemeral-containers" in codes(run(pod({"ephemeralContainers": [{"name": "d", "image": "b:1"}]})))
+    assert "scheduling-gates" in codes(run(pod({"schedulingGates": [{"name": "g"}]})))
+
+
+@pytest.mark.parametrize(
+    ("spec", "resource"),
+    [
+        ({"serviceAccountName": "default"}, "serviceaccounts"),
+        ({"imagePullSecrets": [{"name": "reg"}]}, "secrets"),
+        (
+            {"containers": [container(env=[{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}])]},
+            "secrets",
+        ),
+        ({"containers": [container(envFrom=[{"configMapRef": {"name": "c"}}])]}, "configmaps"),
+        ({"volumes": [{"name": "v", "configMap": {"name": "c"}}]}, "configmaps"),
+        ({"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}, "persistentvolumeclaims"),
+        ({"volumes": [{"name": "v", "csi": {"driver": "d"}}]}, "csidrivers (via CSI volumes)"),
+        (
+            {"volumes": [{"name": "v", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]},
+            "serviceaccounts (via projected volumes)",
+        ),
+        (
+            {"volumes": [{"name": "v", "projected": {"sources": [{"clusterTrustBundle": {"path": "t"}}]}}]},
+            "clustertrustbundles",
+        ),
+        ({"resourceClaims": [{"name": "r"}]}, "resourceclaims"),
+    ],
+)
+def test_api_object_references_are_refused_from_1_34(spec, resource):
+    found = run(pod(spec), dataclasses.replace(NODE, kubernetes_version="1.34"))
+    ref = [f for f in found if f.code == "api-object-reference"]
+    assert ref and ref[0].severity == "error"
+    assert ref[0].message.startswith(f"static pods may not reference {resource}:")
+
+
+def test_api_object_references_only_warn_for_older_kubelets():
+    found = run(pod({"serviceAccountName": "default"}), dataclasses.replace(NODE, kubernetes_version="1.33"))
+    assert [(f.code, f.severity) for f in found] == [("api-object-reference", "warning")]
+    old_ctb = pod({"volumes": [{"name": "v", "projected": {"sources": [{"clusterTrustBundle": {"path": "t"}}]}}]})
+    assert has_errors(run(old_ctb, dataclasses.replace(NODE, kubernetes_version="1.33")))
+
+
+def test_hostpath_emptydir_and_downward_api_are_fine():
+    spec = {
+        "volumes": [
+            {"name": "a", "hostPath": {"path": "/etc/x", "type": "DirectoryOrCreate"}},
+            {"name": "b", "emptyDir": {}},
+            {"name": "c", "projected": {"sources": [{"downwardAPI": {"items": []}}]}},
+        ]
+    }
+    assert run(pod(spec)) == []
+
+
+# --------------------------------------------------------------------- ValidatePodCreate subset
+
+
+@pytest.mark.parametrize(
+    ("spec", "code"),
+    [
+        ({"containers": []}, "pod-spec-invalid"),
+        ({"restartPolicy": "always"}, "pod-spec-invalid"),
+        ({"dnsPolicy": "None"}, "pod-spec-invalid"),
+        ({"containers": [container(name="Main")]}, "container-invalid"),
+        ({"containers": [container(), container()]}, "container-invalid"),
+        ({"containers": [container(image="")]}, "container-invalid"),
+        ({"containers": [container(imagePullPolicy="always")]}, "container-invalid"),
+        ({"containers": [container(restartPolicy="Always")]}, "container-invalid"),
+        ({"containers": [container(ports=[{"containerPort": 0}])]}, "port-invalid"),
+        ({"containers": [container(ports=[{"containerPort": 80, "protocol": "tcp"}])]}, "port-invalid"),
+        (
+            {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 80, "hostPort": 8080}])]},
+            "port-invalid",
+        ),
+        ({"containers": [container(ports=[{"containerPort": 80, "name": "HTTP"}])]}, "port-invalid"),
+        (
+            {
+                "containers": [
+                    container(ports=[{"containerPort": 80, "hostPort": 80}, {"containerPort": 81, "hostPort": 80}])
+                ]
+            },
+            "port-invalid",
+        ),
+        ({"containers": [container(volumeMounts=[{"name": "nope", "mountPath": "/x"}])]}, "volume-mount-invalid"),
+        ({"containers": [container(env=[{"name": "A=B", "value": "1"}])]}, "env-invalid"),
+        (
+            {"containers": [container(resources={"requests": {"cpu": "1"}, "limits": {"cpu": "500m"}})]},
+            "resources-invalid",
+        ),
+        ({"containers": [container(resources={"requests": {"memory": "1gb"}})]}, "resources-invalid"),
+        ({"containers": [container(livenessProbe={"periodSeconds": 5})]}, "probe-invalid"),
+        (
+            {"containers": [container(livenessProbe={"exec": {"command": ["true"]}, "tcpSocket": {"port": 1}})]},
+            "probe-invalid",
+        ),
+        (
+            {"containers": [container(livenessProbe={"tcpSocket": {"port": 80}, "successThreshold": 3})]},
+            "probe-invalid",
+        ),
+        ({"containers": [container(readinessProbe={"httpGet": {"port": "8080"}})]}, "probe-invalid"),
+        ({"initContainers": [container(name="init", livenessProbe={"tcpSocket": {"port": 1}})]}, "probe-invalid"),
+        ({"volumes": [{"name": "v", "hostPath": {"path": "/x"}, "emptyDir": {}}]}, "volume-invalid"),
+        ({"volumes": [{"name": "v", "hostPath": {"path": "/x", "type": "directory"}}]}, "volume-invalid"),
+        ({"volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]}, "volume-invalid"),
+        ({"volumes": [{"name": "V", "emptyDir": {}}]}, "volume-invalid"),
+    ],
+)
+def test_validate_pod_create_refusals(spec, code):
+    found = run(pod(spec))
+    assert code in codes(found, "error"), found
+
+
+def test_valid_pod_features_are_not_flagged():
+    spec = {
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "restartPolicy": "Always",
+        "priorityClassName": "system-node-critical",
+        "priority": 2000001000,
+        "initContainers": [
+            container(name="sidecar", restartPolicy="Always", readinessProbe={"exec": {"command": ["true"]}})
+        ],
+        "containers": [
+            container(
+                ports=[{"containerPort": 6443, "name": "https", "protocol": "TCP"}],
+                env=[
+                    {"name": "A", "value": "1"},
+                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                ],
+                resources={"requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+                livenessProbe={
+                    "httpGet": {"port": "https", "path": "/livez", "scheme": "HTTPS"},
+                    "successThreshold": 1,
+                },
+                startupProbe={"tcpSocket": {"port": 6443}},
+                volumeMounts=[{"name": "k8s", "mountPath": "/etc/kubernetes", "readOnly": True}],
+            )
+        ],
+        "volumes": [
+            {"name": "k8s", "hostPath": {"path": "/etc/kubernetes", "type": "DirectoryOrCreate"}},
+            {"name": "empty"},
+        ],
+    }
+    assert run(pod(spec, meta={"labels": {"component": "kube-apiserver", "tier": "control-plane"}})) == []
+
+
+def test_bad_label_key_and_value():
+    found = run(pod(meta={"labels": {"bad key": "x", "ok": "bad value!"}}))
+    assert codes(found) == ["metadata-invalid", "metadata-invalid"]
+
+
+# --------------------------------------------------------------------- likely mistakes (layer 5)
+
+
+def test_priority_without_class_warns():
+    assert [(f.code, f.severity) for f in run(pod({"priority": 2000001000}))] == [("priority-without-class", "warning")]
+    assert run(pod({"priority": 2000001000, "priorityClassName": "system-node-critical"})) == []
+    assert codes(run(pod({"priority": 5, "priorityClassName": "system-node-critical"}))) == ["priority-without-class"]
+
+
+def test_argv_with_shell_continuations_or_several_flags_warns():
+    c = container(command=["kube-apiserver", "--a=1 \\", "--b=2 --c=3"])
+    assert codes(run(pod({"containers": [c]}))) == ["argv-shell-syntax", "argv-shell-syntax"]
+
+
+def test_shell_scripts_and_values_with_spaces_are_not_argv_mistakes():
+    script = container(command=["/bin/sh", "-c", "exec foo \\\n  --a=1 --b=2"])
+    spaced = container(command=["app", "--title=hello world", "--x", "a b"])
+    assert run(pod({"containers": [script]})) == []
+    assert run(pod({"containers": [spaced]})) == []
+
+
+def test_hostpath_missing_is_checked_only_on_the_node(tmp_path):
+    missing = str(tmp_path / "admin.conf")
+    data = pod({"volumes": [{"name": "k", "hostPath": {"path": missing}}]})
+    here = dataclasses.replace(NODE, check_host=True)
+    assert codes(run(data, here)) == ["hostpath-missing"]
+    assert run(data, NODE) == []
+    (tmp_path / "admin.conf").write_text("x")
+    assert run(data, here) == []
+    typed = pod({"volumes": [{"name": "k", "hostPath": {"path": str(tmp_path / "pki"), "type": "Directory"}}]})
+    assert codes(run(typed, here)) == ["hostpath-missing"]
+    create = pod({"volumes": [{"name": "k", "hostPath": {"path": str(tmp_path / "d"), "type": "DirectoryOrCreate"}}]})
+    assert run(create, here) == []
+    a_dir = pod({"volumes": [{"name": "k", "hostPath": {"path": str(tmp_path / "data")}}]})
+    assert run(a_dir, here) == []
+
+
+@pytest.mark.parametrize("image", ["nginx", "nginx:latest", "registry:5000/team/app", "quay.io/x/y:latest"])
+def test_unpinned_images_warn(image):
+    assert codes(run(pod({"containers": [container(image=image)]}))) == ["image-unpinned"]
+
+
+@pytest.mark.parametrize("image", ["nginx:1.27", "registry:5000/team/app:v2", "nginx@sha256:" + "a" * 64])
+def test_pinned_images_do_not_warn(image):
+    assert run(pod({"containers": [container(image=image)]})) == []
+
+
+def test_pinned_uid_warns():
+    assert codes(run(pod(meta={"uid": "abc"}))) == ["pinned-uid"]
+
+
+# --------------------------------------------------------------------- node fit (layer 6)
+
+
+def test_requests_larger_than_the_node_predict_out_of_cpu_with_the_kubelets_message():
+    data = pod({"containers": [container(resources={"requests": {"cpu": "32", "memory": "1Gi"}})]})
+    found = run(data)
+    assert codes(found) == ["out-of-cpu"]
+    assert "reason OutOfcpu" in found[0].message
+    assert "Node didn't have enough resource: cpu, requested: 32000, used: 0, capacity: 4000" in found[0].message
+    assert found[0].field == "spec.containers[0].resources.requests.cpu"
+
+
+def test_memory_limits_count_as_requests_and_init_containers_take_the_max():
+    data = pod(
+        {
+            "initContainers": [container(name="init", resources={"limits": {"memory": "9Gi"}})],
+            "containers": [container(resources={"requests": {"memory": "1Gi"}})],
+        }
+    )
+    found = run(data)
+    assert codes(found) == ["out-of-memory"]
+    assert f"requested: {9 * 2**30}" in found[0].message
+
+
+def test_requests_that_fit_are_fine():
+    data = pod({"containers": [container(resources={"requests": {"cpu": "3900m", "memory": "7Gi"}})]})
+    assert run(data) == []
+
+
+# --------------------------------------------------------------------- gate
+
+
+def test_gate_returns_manifest_and_warnings():
+    manifest, warnings = gate(pod({"priority": 1}), "web.yaml", NODE)
+    assert (manifest.namespace, manifest.name) == ("kube-system", "web")
+    assert codes(warnings) == ["priority-without-class"]
+
+
+def test_gate_raises_with_the_first_errors_location_and_all_findings():
+    data = (
+        b"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  hostNetwork: 'yes'\n  priority: 3\n"
+        b"  containers: [{name: c, image: 'i:1'}]\n"
+    )
+    with pytest.raises(InvalidManifest) as exc:
+        gate(data, "/etc/kubernetes/manifests/x.yaml", NODE)
+    err = exc.value
+    assert (err.path, err.line, err.column, err.field) == (
+        "/etc/kubernetes/manifests/x.yaml",
+        5,
+        16,
+        "spec.hostNetwork",
+    )
+    assert codes(err.findings) == ["schema-type", "priority-without-class"]
