@@ -45,7 +45,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,8 +81,7 @@ STDERR_TAIL_LINES = 5
 _READ_TAIL_BYTES = 64 * 1024
 
 _SKIP_RE = re.compile(
-    r"""^\.            # dot-files (hidden, editor swap files .x.swp)
-      | ~$             # editor backups
+    r"""~$             # editor backups
       | ^\#.*\#$       # Emacs autosave
       | \.dpkg-        # dpkg conffile leftovers
       | \.ucf-         # ucf conffile leftovers
@@ -174,7 +173,6 @@ class _Candidate:
     path: Path
     skip: str | None = None
     refuse: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _signame(signum: int | None) -> str:
