@@ -65,7 +65,7 @@ SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOOK_ENV_KEYS = (
     "STATICPODD_COMPONENT",  # e.g. kube-scheduler
     "STATICPODD_FILE",  # full path of the component's live manifest, e.g. /etc/.../kube-scheduler.yaml
-    "STATICPODD_VERSION",  # version seq the operation produces or restores ("" if none)
+    "STATICPODD_VERSION",  # version seq recorded by the operation ("" when not known yet, e.g. pre-apply)
     "STATICPODD_DIGEST",  # sha256 hex of those bytes ("" if none)
     "STATICPODD_ACTOR",  # who asked (user name, "staticpodd", "ansible", ...)
     "STATICPODD_REASON",  # free text given with --reason ("" if none)
