@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -622,7 +622,10 @@ class Prover:
                 now = self.clock()
                 if t is None or now < t.next_due or now >= deadline:
                     continue
-                result: ProbeResult = run_probe(t.spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
+                spec = t.spec
+                if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
+                    spec = replace(spec, timeout=max(0.1, deadline - now))
+                result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
                 t.record(result, self.clock())
                 if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
                     return "unhealthy"

@@ -5,7 +5,9 @@ No container runtime can run here, so ``crictl`` is a small Python script writte
 ``inspectp -o json ID`` and ``exec --sync`` from a JSON state file the test drives: a timeline
 of phases ``{"at": seconds after the timeline was written, "sandboxes": [...], "containers":
 [...]}`` (optionally ``"fail": "stderr text"`` to exit 1, ``"hang": seconds`` to hang, ``"exec":
-{container_id: exit_status}``). The JSON it prints has the shapes real crictl prints (protojson,
+{container_id: exit_status}``, ``"when_changed": [path, sha256]`` to apply only once that file's
+bytes differ or it is gone: the stand-in "kubelet" reacting to the manifest directory, and
+``createdAt: "@activated"``: the time that phase was first seen). The JSON it prints has the shapes real crictl prints (protojson,
 lowerCamelCase, int64 as strings; kubernetes-sigs/cri-tools cmd/crictl). Every call's argv is
 appended to a log file so tests can assert on options (``--runtime-endpoint``).
 Probe targets are real HTTP, HTTPS (a self-signed certificate made here) and TCP servers.
@@ -45,10 +47,37 @@ while args and args[0].startswith("-"):
 with open(os.environ["FAKE_CRICTL_STATE"]) as f:
     state = json.load(f)
 t = time.time() - state["t0"]
-phase = state["phases"][0]
-for p in state["phases"]:
-    if p["at"] <= t:
-        phase = p
+
+
+def changed(cond):
+    import hashlib
+    path, digest = cond
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest() != digest
+    except FileNotFoundError:
+        return True
+
+
+phase, index = state["phases"][0], 0
+for i, p in enumerate(state["phases"]):
+    if p["at"] <= t and ("when_changed" not in p or changed(p["when_changed"])):
+        phase, index = p, i
+if any(x.get("createdAt") == "@activated" for x in phase.get("sandboxes", []) + phase.get("containers", [])):
+    marks_path = os.environ["FAKE_CRICTL_STATE"] + ".activated"
+    marks = {}
+    if os.path.exists(marks_path):
+        with open(marks_path) as f:
+            marks = json.load(f)
+    if marks.get("t0") != state["t0"]:
+        marks = {"t0": state["t0"]}
+    if str(index) not in marks:
+        marks[str(index)] = time.time_ns()
+        with open(marks_path, "w") as f:
+            json.dump(marks, f)
+    for x in phase.get("sandboxes", []) + phase.get("containers", []):
+        if x.get("createdAt") == "@activated":
+            x["createdAt"] = str(marks[str(index)])
 if phase.get("hang"):
     time.sleep(phase["hang"])
 if phase.get("fail"):

@@ -6,6 +6,7 @@ real HTTP server on 127.0.0.1.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -63,11 +64,17 @@ def old_pod_runs(fake: FakeRuntime, *later: Any) -> None:
     fake.set((0, [old], [container("c-old", old, "kube-scheduler")]), *later)
 
 
-def new_pod_after(seconds: float) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]]:
+def kubelet_reacts(root: Path) -> list[Any]:
+    """The stand-in kubelet: once kube-scheduler.yaml's bytes change (or it goes away), the old
+    sandbox stops and (for a changed file) a new one with config.hash ``hash-new`` starts."""
+    live = root / "etc/kubernetes/manifests/kube-scheduler.yaml"
+    cond = [str(live), hashlib.sha256(live.read_bytes()).hexdigest()]
     old = sandbox("old0000000000aaaa", POD, NS, "hash-old", ready=False)
-    created = time.time() + seconds
-    new = sandbox("new0000000000bbbb", POD, NS, "hash-new", created=created)
-    return (seconds, [old, new], [container("c-new", new, "kube-scheduler", created=created)])
+    new = dict(sandbox("new0000000000bbbb", POD, NS, "hash-new"), createdAt="@activated")
+    new_c = dict(container("c-new", new, "kube-scheduler"), createdAt="@activated")
+    exited = container("c-old", old, "kube-scheduler", state="CONTAINER_EXITED")
+    gone = {"at": 0, "when_changed": cond, "sandboxes": [old], "containers": [exited]}
+    return [gone, dict(gone, at=0, sandboxes=[old, new], containers=[exited, new_c], new=True)]
 
 
 def with_probe(root: Path, port: int) -> Path:
@@ -85,8 +92,8 @@ def with_probe(root: Path, port: int) -> Path:
 def test_park_wait_confirms_the_pod_stopped(
     root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    old = sandbox("old0000000000aaaa", POD, NS, "hash-old", ready=False)
-    old_pod_runs(fake_runtime, (0.8, [old], [container("c-old", old, "kube-scheduler", state="CONTAINER_EXITED")]))
+    stopped, _ = kubelet_reacts(root)
+    old_pod_runs(fake_runtime, stopped)
     rc, body = run(capsys, root, "park", "kube-scheduler", "--wait=5s", "--node-name", NODE)
     assert rc == 0 and body["ok"] and body["wait"]["state"] == "stopped"
     assert journal(root, "WAIT_CONFIRMED")
@@ -120,7 +127,7 @@ def test_apply_wait_confirms_a_new_config_hash_with_passing_probes(
 ) -> None:
     srv = http_server([200])
     new = with_probe(root, srv.port)
-    old_pod_runs(fake_runtime, new_pod_after(1.0))
+    old_pod_runs(fake_runtime, *kubelet_reacts(root))
     rc, body = run(capsys, root, "apply", str(new), "--wait=5s", "--node-name", NODE)
     assert rc == 0, body
     assert body["wait"]["state"] == "running" and body["wait"]["details"]["config_hash"] == "hash-new"
@@ -134,7 +141,7 @@ def test_failed_probe_with_rollback_on_failure_restores_the_previous_bytes(
     previous = live.read_bytes()
     srv = http_server([500])
     new = with_probe(root, srv.port)
-    old_pod_runs(fake_runtime, new_pod_after(1.0))
+    old_pod_runs(fake_runtime, *kubelet_reacts(root))
     rc, body = run(capsys, root, "apply", str(new), "--rollback-on-failure", "--wait=5s", "--node-name", NODE)
     assert rc == EXIT_TIMEOUT and not body["ok"]
     assert body["wait"]["state"] == "unhealthy" and body["rollback"]["ok"]
