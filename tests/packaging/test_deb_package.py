@@ -195,6 +195,76 @@ def test_journalctl_x_explains_an_event_with_the_installed_catalog(installed_pkg
     assert "staticpodctl unpark COMPONENT" in out
 
 
+E2E_UNIT = """\
+[Unit]
+Description=staticpodd end-to-end check (tests/packaging)
+After=multi-user.target
+
+[Service]
+Type=oneshot
+ExecStart=/bin/bash /e2e-out/e2e_in_container.sh
+ExecStopPost=/bin/systemctl --no-block poweroff
+"""
+
+
+@pytest.mark.skipif(shutil.which("systemd-nspawn") is None, reason="systemd-nspawn not installed (apt: systemd-container)")
+def test_service_runs_under_systemd(installed_pkg: Path, tmp_path: Path) -> None:
+    """The installed unit, with its whole sandbox, under a real systemd 252 as PID 1.
+
+    This machine does not boot systemd, so a container is booted with systemd-nspawn: its /usr is
+    the host's (read-only, with the package installed), its /etc a copy of the host's. A oneshot
+    unit runs e2e_in_container.sh there: start (READY), reload, the daemon quarantining a stray
+    and restoring an invalid edit inside its sandbox (renames within the ReadWritePaths= mount),
+    park/unpark beside it, a refused reload, exit 78 without restart, a clean stop.
+    """
+    ct = tmp_path / "ct"
+    for d in ("usr", "dev", "proc", "sys", "run", "tmp", "var/lib", "var/log", "var/tmp", "root", "e2e-out"):
+        (ct / d).mkdir(parents=True)
+    for link in ("bin", "sbin", "lib", "lib64"):
+        if Path("/", link).is_symlink():
+            (ct / link).symlink_to(f"usr/{link}")
+    shutil.copytree("/etc", ct / "etc", symlinks=True, ignore_dangling_symlinks=True)
+    shutil.rmtree(ct / "etc/kubernetes", ignore_errors=True)
+    (ct / "etc/os-release").unlink()
+    shutil.copy2("/usr/lib/os-release", ct / "etc/os-release")  # nspawn checks it before binding /usr
+    (ct / "etc/machine-id").write_text("")
+    (ct / "etc/systemd/system/staticpodd-e2e.service").write_text(E2E_UNIT)
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy2(Path(__file__).with_name("e2e_in_container.sh"), out)
+    corpus = Path(os.environ.get("STATICPODD_CORPUS", REPO / ".." / "shared" / "corpus"))
+    schedulers = sorted((corpus / "manifests").glob("*kube-scheduler*.yaml"))
+    if not schedulers:
+        pytest.skip(f"no kube-scheduler manifest in the corpus at {corpus}")
+    shutil.copy2(schedulers[0], out / "kube-scheduler.yaml")
+    r = run(
+        "systemd-nspawn", "-q", "-D", str(ct), "--register=no", "--keep-unit", "--bind-ro=/usr",
+        f"--bind={out}:/e2e-out", "-M", f"spd{uuid.uuid4().hex[:8]}", "-b", "systemd.wants=staticpodd-e2e.service",
+        check=False, timeout=300,
+    )
+    log = (out / "log").read_text() if (out / "log").exists() else ""
+    assert (out / "results").exists(), f"the container did not run the check:\n{r.stdout[-4000:]}{r.stderr[-4000:]}"
+    results = dict(line.split("=", 1) for line in (out / "results").read_text().splitlines())
+    context = f"{results}\n--- log ---\n{log[-6000:]}"
+    assert results.get("done") == "1", context
+    assert results["start_rc"] == "0" and results["active"] == "active", context
+    assert results["status_text"], context  # STATUS= from the daemon
+    assert results["ctl_status_rc"] == "0", context
+    assert "daemon: running" in (out / "status.txt").read_text(), context
+    assert results["reload_rc"] == "0", context
+    assert results["stray_moved_out"] == "0" and "kube-scheduler.yaml.bak" in results["quarantined"], context
+    assert results["invalid_edit_differs"] == "1" and results["invalid_edit_restored"] == "0", context
+    assert results["park_rc"] == "0" and results["unpark_rc"] == "0", context
+    assert results["bad_reload_rc"] != "0" and results["active_after_bad_reload"] == "active", context
+    assert results["bad_start_rc"] != "0", context
+    assert results["bad_start_state"] == "failed" and results["bad_start_status"] == "78", context
+    assert results["bad_start_restarts"] == "0", context
+    assert results["fixed_start_rc"] == "0", context
+    assert results["stop_result"] == "success" and results["stop_status"] == "0", context
+    journal = (out / "journal-x.txt").read_text()
+    assert "Subject: staticpodd configuration refused" in journal, journal[-4000:]
+
+
 def test_purge_leaves_the_machine_clean(installed_pkg: Path) -> None:
     run("dpkg", "--purge", PKG)
     assert not installed()
