@@ -21,12 +21,13 @@ import difflib
 import json
 import os
 import re
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from staticpodd.manifest import join_path
-from staticpodd.validate.context import Context
+from staticpodd.validate.context import DEFAULT_VERSION, Context
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -51,11 +52,24 @@ _GO_TYPE = {
 
 
 def schema_dir() -> Path:
-    """Directory holding ``pod-1.NN.json``: ``$STATICPODD_SCHEMAS`` or the repo's ``schemas/``."""
+    """Directory holding ``pod-1.NN.json``.
+
+    ``$STATICPODD_SCHEMAS`` if set; else the source tree's ``schemas/`` (editable installs,
+    tests); else ``<prefix>/share/staticpodd/schemas`` or ``/usr/share/staticpodd/schemas``
+    (packages). Returns the first that exists (or the source-tree path when none does).
+    """
     env = os.environ.get("STATICPODD_SCHEMAS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "schemas"
+    candidates = [
+        Path(__file__).resolve().parents[2] / "schemas",
+        Path(sys.prefix) / "share" / "staticpodd" / "schemas",
+        Path("/usr/share/staticpodd/schemas"),
+    ]
+    for c in candidates:
+        if (c / f"pod-{DEFAULT_VERSION}.json").is_file():
+            return c
+    return candidates[0]
 
 
 @cache

@@ -150,6 +150,7 @@ TRICKY = [
     b"? complex\n: value\n",
     b"? [a, b]\n: value\n",
     b"a: &r [*r]\n",
+    b'{"a": "\\ud800\\udc00"}',
 ]
 
 

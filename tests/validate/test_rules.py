@@ -6,6 +6,8 @@ import dataclasses
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from staticpodd.errors import InvalidManifest
 from staticpodd.validate import Options, gate, has_errors, validate_bytes
@@ -368,3 +370,62 @@ def test_gate_raises_with_the_first_errors_location_and_all_findings():
         "spec.hostNetwork",
     )
     assert codes(err.findings) == ["schema-type", "priority-without-class"]
+
+
+# --------------------------------------------------------------------- robustness
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+_SPEC_KEYS = st.sampled_from(
+    [
+        "containers",
+        "initContainers",
+        "volumes",
+        "hostNetwork",
+        "priority",
+        "resources",
+        "serviceAccountName",
+        "imagePullSecrets",
+        "dnsPolicy",
+        "restartPolicy",
+        "overhead",
+        "ephemeralContainers",
+        "schedulingGates",
+        "securityContext",
+    ]
+)
+_CONTAINER_KEYS = st.sampled_from(
+    [
+        "name",
+        "image",
+        "ports",
+        "env",
+        "envFrom",
+        "resources",
+        "livenessProbe",
+        "readinessProbe",
+        "volumeMounts",
+        "command",
+        "args",
+        "restartPolicy",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spec=st.dictionaries(_SPEC_KEYS, _JSON, max_size=4),
+    cfields=st.dictionaries(_CONTAINER_KEYS, _JSON, max_size=4),
+    meta=st.dictionaries(st.sampled_from(["labels", "annotations", "uid", "namespace"]), _JSON, max_size=2),
+)
+def test_any_shape_of_input_yields_findings_never_a_crash(spec, cfields, meta):
+    spec.setdefault("containers", [container(**cfields)])
+    found = run(pod(spec, meta=meta))
+    assert all(f.severity in ("error", "warning", "info") for f in found)

@@ -166,3 +166,21 @@ def test_checker_agrees_with_jsonschema_on_corpus_mutants(corpus, version):
                 )
     assert checked > 300
     assert not problems, problems[:5]
+
+
+def test_validator_id_changes_when_the_schemas_change(tmp_path):
+    for v in SUPPORTED_VERSIONS:
+        (tmp_path / f"pod-{v}.json").write_bytes((schema_dir() / f"pod-{v}.json").read_bytes())
+    code = "from staticpodd.validate import VALIDATOR_ID; print(VALIDATOR_ID)"
+
+    def vid() -> str:
+        env = dict(__import__("os").environ, STATICPODD_SCHEMAS=str(tmp_path))
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60
+        ).stdout.strip()
+
+    before = vid()
+    assert before == vid(), "stable for the same rules and schemas"
+    p = tmp_path / f"pod-{SUPPORTED_VERSIONS[-1]}.json"
+    p.write_text(p.read_text().replace('"title": "core/v1 Pod', '"title": "core/v1  Pod'))
+    assert vid() != before
