@@ -149,7 +149,7 @@ def _resolve(self: Any, kind: Any, value: Any, implicit: Any) -> str:
 
 
 try:
-    from yaml.cyaml import CParser as _CParser
+    from yaml.cyaml import CParser as _CParser  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     _CParser = None  # type: ignore[assignment, misc]
 

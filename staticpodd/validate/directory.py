@@ -107,15 +107,15 @@ def _inferred_ports(c: dict) -> list[tuple[int, str]]:
             flags[key] = value
     out: list[tuple[int, str]] = []
     if binary in _DEFAULT_SECURE_PORT:
-        port = flags.get("secure-port", str(_DEFAULT_SECURE_PORT[binary]))
-        if port.isdigit() and int(port) > 0:
-            out.append((int(port), f"{binary} --secure-port"))
+        secure = flags.get("secure-port", str(_DEFAULT_SECURE_PORT[binary]))
+        if secure.isdigit() and int(secure) > 0:
+            out.append((int(secure), f"{binary} --secure-port"))
     elif binary == "etcd":
         for flag, default in (("listen-client-urls", 2379), ("listen-peer-urls", 2380)):
             urls = flags.get(flag)
             ports = {int(m.group(1)) for u in (urls or "").split(",") if (m := _URL_PORT.match(u.strip()))}
-            for port in sorted(ports or {default}):
-                out.append((port, f"etcd --{flag}"))
+            for p in sorted(ports or {default}):
+                out.append((p, f"etcd --{flag}"))
     return out
 
 

@@ -11,7 +11,7 @@ hand-written manifests actually trip; each function names the upstream function 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from staticpodd.validate.context import Context, as_dict, as_list
 from staticpodd.validate.identity import DNS1123_LABEL, dns1123_label_errors
@@ -66,7 +66,7 @@ _CONTAINER_ENUMS = {
 }
 
 
-def _int(v: Any) -> bool:
+def _int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
