@@ -132,6 +132,8 @@ def test_sandbox_writes_the_manifest_directory_and_nothing_else(unit) -> None:
         for w in words(svc.get(key, [])):
             p = Path(w.lstrip("-+").split(":")[0])
             assert p == manifest_dir or manifest_dir not in p.parents, f"{key}={w} splits the manifest mount"
+    # The directory exists before the sandbox is built (else it would not be bound writable).
+    assert f"+/usr/bin/mkdir -p -m 0700 {manifest_dir}" in svc["ExecStartPre"]
     assert svc["PrivateNetwork"] == ["yes"]
     assert words(svc["RestrictAddressFamilies"]) == ["AF_UNIX"]
     assert svc["NoNewPrivileges"] == ["yes"]
