@@ -429,3 +429,20 @@ def test_any_shape_of_input_yields_findings_never_a_crash(spec, cfields, meta):
     spec.setdefault("containers", [container(**cfields)])
     found = run(pod(spec, meta=meta))
     assert all(f.severity in ("error", "warning", "info") for f in found)
+
+
+def test_every_code_the_package_can_emit_is_registered():
+    import re
+    from pathlib import Path
+
+    from staticpodd.validate.codes import CODES
+
+    pkg = Path(__file__).resolve().parents[2] / "staticpodd"
+    sources = [*(pkg / "validate").glob("*.py"), pkg / "manifest.py"]
+    pattern = re.compile(r'(?:Finding|add|make|DecodeProblem|_problem)\(\s*"([a-z0-9-]+)"')
+    used = {m for p in sources for m in pattern.findall(p.read_text())}
+    used |= set(re.findall(r'"(out-of-[a-z]+)"', (pkg / "validate" / "nodefit.py").read_text()))  # via a tuple
+    assert used, "the pattern found the codes"
+    assert used <= set(CODES), used - set(CODES)
+    assert set(CODES) == used, set(CODES) - used
+    assert all(sev in ("error", "warning", "info") for _layer, sev, _src in CODES.values())

@@ -1,0 +1,70 @@
+"""Every finding code the validator can emit: part of the ``--json`` contract; never rename one.
+
+``CODES[code] = (layer, severity, source)``. ``severity`` is the usual one: ``schema-unknown-field``
+becomes an error with ``strict``; ``api-object-reference`` is a warning for kubelets before
+v1.34; ``host-port-conflict`` is a warning between duplicate files of one pod.
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, tuple[int, str, str]] = {
+    # 1. reading like the kubelet -- KUBELET.md "How a file is decoded"; sigs.k8s.io/yaml, go-yaml v2
+    "too-large": (1, "error", "pkg/kubelet/config/file.go maxConfigLength (10 MB; ours lower by default)"),
+    "not-utf8": (1, "error", "issue 4 layer 1"),
+    "yaml-syntax": (1, "error", "sigs.k8s.io/yaml YAMLToJSON (go-yaml v2 parser)"),
+    "yaml-tab": (1, "error", "YAML 1.1: tabs are not indentation; go-yaml v2 scanner"),
+    "yaml-duplicate-key": (1, "error", "KUBELET.md 'How a file is decoded' (fatal in new decoders)"),
+    "yaml-excessive-aliasing": (1, "error", "go-yaml v2 decode.go allowedAliasRatio"),
+    "yaml-unsupported-value": (1, "error", "encoding/json: NaN/Inf cannot be encoded by YAMLToJSON"),
+    "multiple-documents": (1, "error", "KUBELET.md 'How a file is decoded' (only the first document is read)"),
+    "empty-extra-document": (1, "info", "a trailing '---' is an empty document the kubelet ignores"),
+    "not-regular-file": (1, "error", "pkg/kubelet/config/file.go (non-regular entries are skipped)"),
+    "unreadable": (1, "error", "the file cannot be read"),
+    # 2. kind and identity -- pkg/kubelet/config/common.go tryDecodeSinglePod, applyDefaults
+    "empty": (2, "error", "\"Object 'Kind' is missing in 'null'\""),
+    "not-an-object": (2, "error", "runtime.Decode of a non-object"),
+    "kind-missing": (2, "error", "runtime.Decode: Object 'Kind' is missing"),
+    "api-version-missing": (2, "error", "runtime.Decode: Object 'apiVersion' is missing"),
+    "not-a-pod": (2, "error", "tryDecodeSinglePod: only a v1 Pod from files"),
+    "wrong-api-version": (2, "error", "runtime.Decode: no kind Pod registered for that version"),
+    "name-missing": (2, "error", '"name is needed for the pod"'),
+    "name-invalid": (2, "error", "ValidateObjectMeta: DNS-1123 subdomain"),
+    "name-too-long": (2, "error", "applyDefaults appends -<node name>, then ValidatePodCreate"),
+    "namespace-invalid": (2, "error", "ValidateObjectMeta: DNS-1123 label"),
+    # 3. schema -- schemas/pod-1.NN.json (generated)
+    "schema-type": (3, "error", "JSON decode into core/v1 Pod fails"),
+    "schema-required": (3, "error", "OpenAPI required fields"),
+    "schema-enum": (3, "error", "OpenAPI enum"),
+    "schema-unknown-field": (3, "warning", "unknown fields are dropped by the kubelet's decoder"),
+    # 4. what the kubelet refuses -- validation.go ValidatePodCreate; pod/util.go HasAPIObjectReference
+    "ephemeral-containers": (4, "error", "ValidatePodCreate"),
+    "scheduling-gates": (4, "error", "ValidatePodSpec with nodeName set"),
+    "api-object-reference": (4, "error", "PreventStaticPodAPIReferences (v1.34)"),
+    "metadata-invalid": (4, "error", "ValidateLabels / ValidateAnnotations"),
+    "pod-spec-invalid": (4, "error", "ValidatePodSpec"),
+    "container-invalid": (4, "error", "validateContainers"),
+    "port-invalid": (4, "error", "validateContainerPorts / AccumulateUniqueHostPorts"),
+    "volume-mount-invalid": (4, "error", "ValidateVolumeMounts"),
+    "env-invalid": (4, "error", "ValidateEnv"),
+    "resources-invalid": (4, "error", "ValidateResourceRequirements; resource.ParseQuantity"),
+    "probe-invalid": (4, "error", "validateProbe / validateLivenessProbe"),
+    "volume-invalid": (4, "error", "ValidateVolumes"),
+    "dns-policy-host-network": (4, "info", "pkg/kubelet/network/dns (ClusterFirst falls back for hostNetwork)"),
+    # 5. likely mistakes
+    "priority-without-class": (5, "warning", "Priority admission refuses the mirror pod"),
+    "argv-shell-syntax": (5, "warning", "CRI exec argv semantics"),
+    "hostpath-missing": (5, "warning", "pkg/volume/hostpath checkType; runtime auto-creates directories"),
+    "image-unpinned": (5, "warning", "SetDefaults_Container: imagePullPolicy Always for :latest"),
+    "pinned-uid": (5, "warning", "KUBELET.md 'Identity and restarts'"),
+    # 6. node fit
+    "out-of-cpu": (6, "error", "kubelet admission: OutOfcpu"),
+    "out-of-memory": (6, "error", "kubelet admission: OutOfmemory"),
+    # 7. directory level -- KUBELET.md "Which files are pods", "Duplicate names across files"
+    "duplicate-pod": (7, "error", "the lexically last file wins on relist"),
+    "stray": (7, "warning", "no extension filter: every non-dot file is read"),
+    "subdirectory-ignored": (7, "warning", "no recursion"),
+    "symlink": (7, "warning", "links are followed; target changes raise no event"),
+    "dangling-symlink": (7, "warning", "dangling links are skipped"),
+    "host-port-conflict": (7, "error", "NodePorts admission predicate"),
+    "loose-permissions": (7, "warning", "kubeadm writes 0600 root:root"),
+}
