@@ -30,6 +30,8 @@ _WORKLOADS = {
 
 
 def _not_a_pod_hint(kind: str, api_version: Any) -> str:
+    if kind.lower() == "pod":
+        return "kind is case-sensitive: write 'kind: Pod'"
     if kind == "PodList" or kind == "List":
         return "put each Pod in its own file (the kubelet reads a PodList only from its HTTP source)"
     if kind in _WORKLOADS:

@@ -446,3 +446,8 @@ def test_every_code_the_package_can_emit_is_registered():
     assert used <= set(CODES), used - set(CODES)
     assert set(CODES) == used, set(CODES) - used
     assert all(sev in ("error", "warning", "info") for _layer, sev, _src in CODES.values())
+
+
+def test_lower_case_kind_is_not_a_pod_with_a_case_hint():
+    (f,) = run(b"apiVersion: v1\nkind: pod\nmetadata: {name: x}\n")
+    assert f.code == "not-a-pod" and "case-sensitive" in f.hint
