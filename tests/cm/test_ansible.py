@@ -181,3 +181,25 @@ def test_failing_pre_apply_hook_fails_the_task_naming_the_hook(sandbox, run_play
     assert "10-change-window" in err["message"] and "status 4" in err["message"]
     assert "no change window open for kube-scheduler" in err["message"]
     assert sandbox.snapshot() == before
+
+
+def test_apply_to_a_parked_component_updates_the_parked_copy_and_keeps_it_parked(sandbox, run_playbook, scheduler):
+    good, changed, _ = scheduler
+    assert run_playbook("apply.yml", _apply_vars(sandbox, good)).rc == 0
+    assert sandbox.ctl("park", "kube-scheduler", "--reason", "etcd defrag", "--json").returncode == 0
+    assert not sandbox.live().exists()
+
+    run = run_playbook("apply.yml", _apply_vars(sandbox, changed))
+
+    t = run.task(APPLY)
+    assert t["status"] == "changed", t
+    reply = json.loads(t["result"]["stdout"])
+    assert reply["location"] == "parked" and "stays parked" in reply["msg"]
+    assert not sandbox.live().exists()  # the kubelet still sees no kube-scheduler
+    assert run_playbook("apply.yml", _apply_vars(sandbox, changed)).task(APPLY)["status"] == "ok"
+
+    unpark = _apply_vars(sandbox, changed)
+    unpark["staticpodctl_args"] = [*unpark["staticpodctl_args"], "--unpark"]
+    run = run_playbook("apply.yml", unpark)
+    assert run.task(APPLY)["status"] == "changed"
+    assert sandbox.live().read_bytes() == changed.read_bytes()

@@ -9,6 +9,7 @@ Assertions use Puppet's own ``--detailed-exitcode`` (0 no change, 2 changes, 4 f
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -131,3 +132,6 @@ def test_writing_into_the_manifest_directory_puts_puppets_temp_file_there(sandbo
     left = sorted(os.listdir(sandbox.manifest_dir))
     assert left == ["kube-scheduler.yaml", "kube-scheduler.yaml.puppet-bak"]
     assert identify("kube-scheduler.yaml.puppet-bak").pattern is PUPPET_BACKUP
+    report = json.loads(sandbox.ctl("validate", str(sandbox.manifest_dir), "--json", check=False).stdout)
+    stray = {os.path.basename(f["path"]) for f in report["findings"] if f["code"] == "stray"}
+    assert "kube-scheduler.yaml.puppet-bak" in stray
