@@ -633,7 +633,7 @@ def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES
     except DecodeProblem as problem:
         finding = _finding_from(problem, path)
         raise InvalidManifest(
-            f"{path}: {problem.message}",
+            problem.message,
             findings=[finding],
             path=path,
             line=problem.line,
@@ -645,7 +645,7 @@ def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES
     if errors:
         first = errors[0]
         raise InvalidManifest(
-            f"{path}: {first.message}",
+            first.message,
             findings=errors,
             path=path,
             line=first.line,
