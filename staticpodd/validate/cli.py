@@ -37,6 +37,23 @@ def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"kubelet minor to judge against ({', '.join(SUPPORTED_VERSIONS)}; default {DEFAULT_VERSION})",
     )
     p.add_argument("--node-name", default=None, help="the kubelet's node name (default: this host's name)")
+    p.add_argument(
+        "--node-cpu",
+        default=None,
+        metavar="QUANTITY",
+        help="node CPU capacity for the node-fit check, e.g. 4 or 3500m (default: /proc/cpuinfo)",
+    )
+    p.add_argument(
+        "--node-memory",
+        default=None,
+        metavar="QUANTITY",
+        help="node memory capacity, e.g. 16Gi (default: /proc/meminfo)",
+    )
+    p.add_argument(
+        "--no-host-checks",
+        action="store_true",
+        help="do not look at this machine's paths (validating for another node)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object (format_version 1)")
     p.set_defaults(handler=run_validate)
     return p
@@ -52,7 +69,26 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         version = parse_version(args.kubernetes_version)
     except ValueError as exc:
         return _usage(out, as_json, str(exc))
-    options = Options(kubernetes_version=version, strict=bool(args.strict), node_name=getattr(args, "node_name", None))
+    from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
+
+    capacity: dict[str, int] = {}
+    for attr, key, conv in (
+        ("node_cpu", "cpu_capacity_millis", cpu_millis),
+        ("node_memory", "memory_capacity_bytes", memory_bytes),
+    ):
+        raw = getattr(args, attr, None)
+        if raw is not None:
+            q = parse_quantity(raw)
+            if q is None or q <= 0:
+                return _usage(out, as_json, f"--{attr.replace('_', '-')}: not a positive quantity: {raw!r}")
+            capacity[key] = conv(q)
+    options = Options(
+        kubernetes_version=version,
+        strict=bool(args.strict),
+        node_name=getattr(args, "node_name", None),
+        check_host=not getattr(args, "no_host_checks", False),
+        **capacity,
+    )
     findings = []
     files = []
     for raw in args.paths:

@@ -168,3 +168,19 @@ def test_ansible_copy_with_validate_keeps_the_good_file(tmp_path):
     ok = play(changed)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert dest.read_bytes() == changed
+
+
+def test_node_capacity_flags_drive_the_node_fit_check(tmp_path):
+    f = tmp_path / "big.yaml"
+    f.write_bytes(pod({"containers": [{"name": "c", "image": "i:1", "resources": {"requests": {"cpu": "3"}}}]}))
+    rc, text = run("--node-cpu", "2", "--node-memory", "8Gi", str(f))
+    assert rc == 1 and "requested: 3000, used: 0, capacity: 2000" in text
+    assert run("--node-cpu", "4", "--node-memory", "8Gi", str(f))[0] == 0
+    assert run("--node-cpu", "lots", str(f))[0] == 2
+
+
+def test_no_host_checks_skips_this_machines_paths(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_bytes(pod({"volumes": [{"name": "k", "hostPath": {"path": str(tmp_path / "admin.conf")}}]}))
+    assert "hostpath-missing" in run(str(f))[1]
+    assert "hostpath-missing" not in run("--no-host-checks", str(f))[1]
