@@ -48,11 +48,64 @@ from .reconcile import (
 )
 from .watch import DIRECTORY, Hints, Watcher
 
+
+class BackgroundJournal(Journal):
+    """A :class:`Journal` whose ``log`` never blocks the main loop.
+
+    ``sd_journal_send`` blocks while journald's socket queue is full (a busy journald, or
+    ``net.unix.max_dgram_qlen`` left at the kernel's 10): the daemon must keep watching, pinging
+    the watchdog and restoring files meanwhile. Entries go through a bounded FIFO queue to one
+    writer thread, in order; when ``maxsize`` entries are waiting, new ones are counted as
+    dropped and a single stderr line says so. :meth:`close` flushes (bounded wait).
+    """
+
+    def __init__(self, identifier: str, root: str, *, maxsize: int = 10000) -> None:
+        super().__init__(identifier, root)
+        import queue
+        import threading
+
+        self._queue: Any = queue.Queue(maxsize)
+        self._full = queue.Full
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="staticpodd-journal", daemon=True)
+        self._thread.start()
+
+    def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+        """Queue one entry (see :meth:`Journal.log`); never blocks, never raises."""
+        try:
+            self._queue.put_nowait((event, message, priority, fields))
+        except self._full:
+            self.dropped += 1
+            if self.dropped == 1:
+                try:
+                    print("staticpodd: journald is not keeping up; dropping log entries", file=sys.stderr)
+                except OSError:
+                    pass
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            event, message, priority, fields = item
+            Journal.log(self, event, message, priority=priority, **fields)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Send what is queued (waiting at most ``timeout`` seconds), then stop the writer."""
+        try:
+            self._queue.put(None, timeout=timeout)
+        except self._full:
+            return
+        self._thread.join(timeout)
+
+
 HEARTBEAT_FORMAT = 1
 #: Longest sleep of the main loop, seconds: the heartbeat is never older than this when healthy.
 HEARTBEAT_INTERVAL = 10.0
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
 RETRY_DELAY = 1.0
+#: Longest single wait for the lock in the main loop, seconds (see Daemon.lock_wait).
+LOCK_WAIT_MAX = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,7 +242,7 @@ class Daemon:
         self.args = args
         self.root = Path(os.path.abspath(args.root))
         self.notifier = notifier or Notifier()
-        self.journal = Journal("staticpodd", str(self.root))
+        self.journal: Journal = BackgroundJournal("staticpodd", str(self.root))
         self.config: Config = Config.default()
         self.layout: Layout = Layout.build(self.root, args.manifest_dir)
         self.config_generation = 0
@@ -245,7 +298,7 @@ class Daemon:
             actor=Actor.daemon(),
             journal=self.journal,
             config=self.config,
-            lock_timeout=self.config.lock_timeout,
+            lock_timeout=self.lock_wait(),
         )
 
     def _install_signals(self) -> None:
@@ -302,7 +355,9 @@ class Daemon:
             self.watcher = Watcher(self.layout.manifest_dir, self.hints)
             self._heartbeat()
             self._check_watch(initial=True)
-            self._reconcile(full=True, recover=True)
+            if not self._first_reconcile():
+                self._shutdown()
+                return EXIT_OK  # stopped while waiting for the lock
         except StaticpodError as exc:
             self._say(f"cannot start: {exc}")
             self.log(Event.DIRECTORY_PROBLEM, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
@@ -328,6 +383,44 @@ class Daemon:
         finally:
             self._shutdown()
         return EXIT_OK
+
+    def _first_reconcile(self) -> bool:
+        """Recover and reconcile once before READY=1, waiting for the lock as long as it takes
+        (a long staticpodctl operation at boot). Returns False when asked to stop meanwhile.
+        Raises StaticpodError other than LockTimeout (start-up fails)."""
+        from .errors import LockTimeout
+
+        assert self.hints is not None
+        wd_interval = self.notifier.watchdog_interval()
+        told = False
+        while True:
+            try:
+                self._reconcile(full=True, recover=True)
+                return True
+            except LockTimeout as exc:
+                if not told:
+                    self._say(f"waiting for the lock before start-up: {exc.message}")
+                    told = True
+                self.notifier.status(f"starting: waiting for the lock ({exc.message})")
+                if wd_interval is not None:
+                    self.notifier.watchdog()
+                self._heartbeat()
+            if self._stop_signal is not None:
+                return False
+            select.select([self.hints.fileno()], [], [], RETRY_DELAY)
+            self.hints.drain()
+            if self._stop_signal is not None:
+                return False
+
+    def lock_wait(self) -> float:
+        """Seconds one lock attempt of the daemon may block: ``lock_timeout``, but at most
+        :data:`LOCK_WAIT_MAX` and half the watchdog interval, so that a long staticpodctl
+        operation never starves the watchdog; the daemon retries every :data:`RETRY_DELAY`."""
+        wait = min(float(self.config.lock_timeout), LOCK_WAIT_MAX)
+        wd = self.notifier.watchdog_interval()
+        if wd is not None:
+            wait = min(wait, max(0.1, wd / 2))
+        return wait
 
     def _shutdown(self, status: str | None = None) -> None:
         if self.state != "stopped":
@@ -389,7 +482,7 @@ class Daemon:
                     self._retry_names = set()
             parks_due = self.next_park_deadline is not None and time.time() >= self.next_park_deadline
             if full:
-                self.hints.take_all()
+                self.hints.discard(DIRECTORY)
                 self._reconcile(full=True)
                 next_rescan = time.monotonic() + self.config.rescan_interval
             elif names or parks_due:
@@ -489,7 +582,15 @@ class Daemon:
                 if recover:  # locked() has run Engine.recover() on its first acquisition
                     for item in getattr(self.engine, "last_recovery", None) or []:
                         self._say(f"recovered interrupted operation: {item}")
-                changes = self.engine.scan(None if full else names, validate=True)
+                if full:
+                    # Names with events still inside their quiet time are being written right
+                    # now: reading them would catch a half-written file. Their debounced hint
+                    # looks at them once the writer is done.
+                    busy = self._busy_names()
+                    scope = None if not busy else sorted(self._all_names() - busy)
+                else:
+                    scope = names
+                changes = self.engine.scan(scope, validate=True)
                 plan = plan_changes(changes, self.config)
                 self._track_changes(changes)
                 if full or names or changes:
@@ -518,13 +619,14 @@ class Daemon:
         except LockTimeout as exc:
             if recover:
                 raise
+            if "lock" not in self.runtime_problems:
+                self._say(f"{exc}; retrying every {RETRY_DELAY:g} s")
             self.runtime_problems["lock"] = {
                 "code": "lock-timeout",
                 "severity": "warning",
                 "path": str(self.layout.lock_path),
                 "message": exc.message,
             }
-            self._say(str(exc))
             self._retry_later(full, names)
         except StaticpodError as exc:
             if recover:
@@ -552,6 +654,15 @@ class Daemon:
             self._retry_later(full, names)
         else:
             self.runtime_problems.pop("reconcile", None)
+
+    def _busy_names(self) -> set[str]:
+        return self.hints.pending_names() if self.hints is not None else set()
+
+    def _all_names(self) -> set[str]:
+        """Every file name a full scan covers: live, parked, and recorded as seen (removals)."""
+        names = set(self.engine.live_names()) | set(self.engine.parked_names())
+        names |= {o.file_name for o in self.engine.store.observed().values()}
+        return names
 
     def _retry_later(self, full: bool, names: list[str]) -> None:
         if full:
@@ -593,8 +704,10 @@ class Daemon:
                 continue
             bad.setdefault(path.name, []).append(f)
         changed = {_get(c, "file_name") for c in changes}
+        busy = self._busy_names()  # being written now: judged after their quiet time
+        bad = {name: fs for name, fs in bad.items() if name not in busy}
         for name in list(self.invalid_live):
-            if name not in bad:
+            if name not in bad and name not in busy:
                 self.invalid_live.pop(name, None)
         for name, fs in bad.items():
             if name in self.invalid_live:
@@ -636,6 +749,10 @@ class Daemon:
         for r in plan.reports:
             self.log(r.event, r.message, priority=r.priority, **r.fields)
         for a in plan.actions:
+            if a.verb in ("restore", "quarantine") and a.file_name in self._busy_names():
+                # written again since we looked: never act on a file someone is writing; the
+                # debounced hint brings it back here with its final bytes
+                continue
             try:
                 if a.verb == "restore":
                     version = self.engine.restore_last_good(a.target, reason=a.reason)
@@ -901,7 +1018,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"staticpodd: refusing to start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    return daemon.run()
+    try:
+        return daemon.run()
+    finally:
+        close = getattr(daemon.journal, "close", None)
+        if close is not None:
+            close()
 
 
 if __name__ == "__main__":

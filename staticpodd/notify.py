@@ -29,8 +29,8 @@ def _stdlib_sender(address: str) -> Sender:
     def send(message: str) -> bool:
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-                sock.connect(target)
-                sock.sendall(message.encode())
+                # never block the daemon on a receiver that does not read (systemd always does)
+                sock.sendto(message.encode(), socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL, target)
             return True
         except OSError:
             return False

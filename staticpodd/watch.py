@@ -44,9 +44,7 @@ class Hint(NamedTuple):
 DIRECTORY = Hint("directory", "")
 
 
-def classify(
-    root: str, path: str, *, event_type: str = "modified", is_directory: bool = False
-) -> Hint | None:
+def classify(root: str, path: str, *, event_type: str = "modified", is_directory: bool = False) -> Hint | None:
     """Map one event path to a Hint, or None when the kubelet and staticpodd do not care.
 
     ``root``: the watched manifest directory; ``path``: the event's path. Dot-names at the top
@@ -162,6 +160,16 @@ class Hints:
             out = sorted(self._pending)
             self._pending.clear()
         return out
+
+    def pending_names(self) -> set[str]:
+        """File names with events still inside their quiet time (someone may be writing them)."""
+        with self._lock:
+            return {h.name for h in self._pending if h.name}
+
+    def discard(self, hint: Hint) -> None:
+        """Forget one pending hint (e.g. DIRECTORY once a full rescan is under way)."""
+        with self._lock:
+            self._pending.pop(hint, None)
 
     def pending(self) -> int:
         """Number of hints waiting for their debounce."""

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -78,18 +79,31 @@ class NotifySocket:
         self.name = f"@staticpodd-test-{uuid.uuid4().hex}"
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind("\0" + self.name[1:])
+        self.sock.settimeout(0.2)
         self.messages: list[str] = []
+        self._arrived = threading.Condition()
+        self._closed = False
+        # Read continuously, as systemd does: the queue of an unread datagram socket is short
+        # (net.unix.max_dgram_qlen), and a full one would block the daemon's sd_notify().
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while not self._closed:
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._arrived:
+                self.messages.append(data.decode())
+                self._arrived.notify_all()
 
     def _pump(self, timeout: float) -> None:
-        """Receive what has arrived (waiting up to ``timeout`` for the first datagram)."""
-        self.sock.settimeout(max(0.001, timeout))
-        try:
-            self.messages.append(self.sock.recv(65536).decode())
-            self.sock.setblocking(False)
-            while True:
-                self.messages.append(self.sock.recv(65536).decode())
-        except (TimeoutError, BlockingIOError):
-            pass
+        """Wait up to ``timeout`` for another message to arrive."""
+        with self._arrived:
+            self._arrived.wait(max(0.001, timeout))
 
     def wait_for(self, pred: Callable[[str], bool], timeout: float = 15.0, *, after: int = 0) -> str:
         """The first message (index >= after) for which ``pred`` holds; waits up to ``timeout``."""
@@ -113,6 +127,8 @@ class NotifySocket:
         return out
 
     def close(self) -> None:
+        self._closed = True
+        self._reader.join(2)
         self.sock.close()
 
 

@@ -344,3 +344,37 @@ def test_corpus_is_where_the_harness_expects_it():
     if not (corpus_dir() / "manifests").is_dir():
         pytest.skip("corpus absent")
     assert (corpus_dir() / "manifests" / "01-zetaoss-kubeadm-kube-apiserver.yaml").is_file()
+
+
+def test_a_held_lock_delays_start_and_changes_but_never_the_watchdog(tmp_path, run_daemon, notify_socket):
+    """staticpodctl holds the flock (here: the test holds it): the daemon waits, keeps pinging
+    WATCHDOG=1, and catches up once the lock is free."""
+    import fcntl
+
+    root = make_root(tmp_path)
+    lock = root / "run/staticpodd/lock"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        d = run_daemon(root, watchdog_usec=1_000_000)
+        notify_socket.wait_for(lambda m: m.startswith("STATUS=starting: waiting for the lock"))
+        n = len(notify_socket.messages)
+        notify_socket.wait_for(lambda m: m == "WATCHDOG=1", after=n)
+        assert not any("READY=1" in m for m in notify_socket.messages)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        d.wait_ready()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        path = root / MANIFESTS / "etcd.yaml"
+        new = path.read_bytes() + b"# while locked\n"
+        path.write_bytes(new)
+        n = len(notify_socket.messages)
+        notify_socket.wait_for(lambda m: m == "WATCHDOG=1", after=n)
+        notify_socket.wait_for(lambda m: m == "WATCHDOG=1", after=len(notify_socket.messages))
+        assert head_digest(root, "etcd") != sha(new)  # nothing written under someone else's lock
+        wait_until(lambda: any(p["code"] == "lock-timeout" for p in d.heartbeat().get("problems", [])))
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    wait_until(lambda: head_digest(root, "etcd") == sha(new), what="recorded after the lock was released")
+    wait_until(lambda: not d.heartbeat().get("problems"))
