@@ -64,6 +64,7 @@ for _value, _tag, _words in (
 _YAML_STYLE_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
 _GO_FLOAT = re.compile(r"^[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
+_NAME_KEY = re.compile(r"[^\W\d][\w-]*\Z")
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
@@ -130,7 +131,7 @@ def locate(positions: dict, field_path: str | None) -> tuple[int | None, int | N
 
 def join_path(parent: str, key: str) -> str:
     """Field path of ``key`` under ``parent``: ``a.b``, or ``a["x.y/z"]`` for keys that are not names."""
-    if key and (key[0].isalpha() or key[0] == "_") and all(c.isalnum() or c in "_-" for c in key):
+    if _NAME_KEY.match(key):
         return f"{parent}.{key}" if parent else key
     return f'{parent}["{key}"]'
 
