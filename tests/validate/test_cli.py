@@ -153,6 +153,8 @@ def test_ansible_copy_with_validate_keeps_the_good_file(tmp_path):
             ANSIBLE_LOCAL_TEMP=str(tmp_path / "atmp"),
             ANSIBLE_HOME=str(tmp_path / "ahome"),
             ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+            LC_ALL="C.UTF-8",
+            LANG="C.UTF-8",
             ANSIBLE_NOCOLOR="1",
         )
         exe = str(playbook_bin) if playbook_bin.exists() else "ansible-playbook"
