@@ -6,8 +6,9 @@ Semantics follow the kubelet's prober (kubernetes ``pkg/probe/http``, ``pkg/prob
 - httpGet: ``scheme`` (HTTP|HTTPS, default HTTP), ``host``, ``port`` (number or a named container
   port), ``path`` (a missing leading ``/`` is added, a query string is kept), ``httpHeaders``
   (a ``Host`` header overrides the request's Host). Success: status 200-399. HTTPS certificates are
-  **not** verified (the kubelet does not verify them either). Redirects are not followed: a 3xx is
-  already a success for the kubelet. No HTTP proxy is used (the kubelet uses none).
+  **not** verified (the kubelet does not verify them either). Redirects are not followed and a
+  3xx counts as success (the kubelet follows up to 10 redirects to the same host and judges the
+  last answer; a redirect elsewhere is a success with a warning). No HTTP proxy is used.
 - tcpSocket: success when a TCP connection opens within ``timeoutSeconds``.
 - exec: run through ``crictl exec --sync`` in the container (the kubelet uses CRI ExecSync too).
 - grpc: not run from here; reported as ``skipped`` (it counts as passing, and says so).

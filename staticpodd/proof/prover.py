@@ -471,8 +471,10 @@ class Prover:
                             shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
                             if shadow:
                                 return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
-                    else:
+                    elif manifest_changed:
                         msg = f"waiting for a new sandbox of {namespace}/{pod_name}"
+                    else:
+                        msg = f"waiting for the kubelet to start {namespace}/{pod_name}"
                 else:
                     conts = obs.containers_of(chosen.id)
                     is_new = chosen.id not in old_ids
