@@ -524,11 +524,15 @@ class Daemon:
         assert self.watcher is not None
         what = self.watcher.ensure()
         if what is None:
-            return False
+            if not (initial and not self.watcher.watching and self.watcher.identity is None):
+                return False
+            what = "missing"  # missing at start: say so once, then poll for it
         ident = self.watcher.identity
         if what == "started":
             self.runtime_problems.pop("watch", None)
-            return False
+            if initial:
+                return False
+            what = "created"  # it was missing at start and has appeared
         if what == "missing":
             self.runtime_problems["watch"] = {
                 "code": "manifest-dir-missing",
@@ -990,12 +994,16 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _problem_of(finding: Any) -> dict[str, Any]:
+    """A directory finding as a heartbeat problem; the message starts with the file it is about."""
+    path = str(_get(finding, "path") or "")
+    message = str(_get(finding, "message") or "")
+    name = os.path.basename(path.rstrip("/"))
     return {
         "code": _get(finding, "code"),
         "severity": _get(finding, "severity"),
-        "path": _get(finding, "path"),
+        "path": path or None,
         "component": None,
-        "message": _get(finding, "message"),
+        "message": f"{name}: {message}" if name else message,
     }
 
 

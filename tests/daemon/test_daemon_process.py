@@ -378,3 +378,43 @@ def test_a_held_lock_delays_start_and_changes_but_never_the_watchdog(tmp_path, r
         os.close(fd)
     wait_until(lambda: head_digest(root, "etcd") == sha(new), what="recorded after the lock was released")
     wait_until(lambda: not d.heartbeat().get("problems"))
+
+
+def test_a_missing_manifest_directory_is_reported_and_watched_once_it_appears(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    saved = tmp_path / "saved"
+    shutil.move(mdir, saved)
+    d = run_daemon(root)
+    d.wait_ready()
+    e = wait_journal(root, "DIRECTORY_PROBLEM", lambda e: e.get("FINDING") == "manifest-dir-missing")
+    assert e["PRIORITY"] == "3"
+    assert any(p["code"] == "manifest-dir-missing" for p in d.heartbeat()["problems"])
+    shutil.move(saved, mdir)
+    wait_journal(root, "DIRECTORY_REWATCHED", lambda e: e.get("CHANGE") == "created")
+    wait_until(lambda: d.heartbeat().get("summary", {}).get("live") == 4, what="4 live after it appeared")
+    assert not d.heartbeat()["problems"]
+    path = mdir / "etcd.yaml"
+    new = path.read_bytes() + b"# after it appeared\n"
+    path.write_bytes(new)
+    wait_until(lambda: head_digest(root, "etcd") == sha(new))
+
+
+def test_a_reload_that_moves_the_manifest_directory_watches_the_new_one(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    other = root / "srv/pod-manifests"
+    other.mkdir(parents=True)
+    shutil.copyfile(root / MANIFESTS / "etcd.yaml", other / "etcd.yaml")
+    os.chmod(other / "etcd.yaml", 0o600)
+    d = run_daemon(root)
+    d.wait_ready()
+    (root / "etc/staticpodd").mkdir(parents=True)
+    (root / "etc/staticpodd/staticpodd.yaml").write_text("manifest_dir: /srv/pod-manifests\n")
+    r = reload(root)
+    assert r.returncode == 0, r.stderr
+    hb = d.heartbeat()
+    assert hb["manifest_dir"] == str(other) and hb["config"]["generation"] == 2
+    wait_until(lambda: d.heartbeat().get("summary", {}).get("live") == 1)
+    new = (other / "etcd.yaml").read_bytes() + b"# in the new directory\n"
+    (other / "etcd.yaml").write_bytes(new)
+    wait_until(lambda: head_digest(root, "etcd") == sha(new), what="edit in the new directory recorded")

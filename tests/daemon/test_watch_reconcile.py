@@ -214,3 +214,19 @@ def test_status_line_is_one_short_line():
     )
     assert line == "3 live, 0 parked, 1 missing; 2 problems: stray x.bak, …"
     assert "\n" not in line
+
+
+def test_the_background_journal_keeps_order_and_flushes_on_close(tmp_path):
+    """Entries go to the real journald through the writer thread, in order, all of them."""
+    from daemon_harness import journal
+
+    from staticpodd.daemon import BackgroundJournal
+
+    root = str(tmp_path / "bg-journal-root")
+    j = BackgroundJournal("staticpodd", root)
+    for i in range(30):
+        j.log(Event.EXTERNAL_CHANGE, f"entry {i}", priority=WARNING, seq=i)
+    j.close()
+    got = wait_until(lambda: (lambda es: es if len(es) >= 30 else None)(journal(tmp_path / "bg-journal-root")))
+    assert [int(e["SEQ"]) for e in got] == list(range(30))
+    assert j.dropped == 0
