@@ -388,7 +388,7 @@ def rule_containers(ctx: Context) -> None:
                 )
             else:
                 seen_names[name] = base
-        elif name == "" or (name is None and "name" in c):
+        elif name == "":
             ctx.add("container-invalid", "error", f"{base}.name", f"{base}.name: Required value; {REFUSED}", None)
         image = c.get("image")
         if image is None or (isinstance(image, str) and not image.strip()):
@@ -463,9 +463,7 @@ def _ports(ctx: Context, base: str, c: dict, host_network: bool, host_ports: dic
         p = as_dict(p)
         pp = f"{base}.ports[{j}]"
         cp = p.get("containerPort")
-        if cp is None:
-            ctx.add("port-invalid", "error", pp, f"{pp}.containerPort: Required value; {REFUSED}", None)
-        elif _int(cp) and not 1 <= cp <= 65535:
+        if _int(cp) and not 1 <= cp <= 65535:
             ctx.add(
                 "port-invalid",
                 "error",
@@ -534,9 +532,9 @@ def _mounts(ctx: Context, base: str, c: dict, volume_names: set) -> None:
         m = as_dict(m)
         mp = f"{base}.volumeMounts[{j}]"
         name = m.get("name")
-        if not name:
+        if name == "":
             ctx.add("volume-mount-invalid", "error", mp, f"{mp}.name: Required value; {REFUSED}", None)
-        elif name not in volume_names:
+        elif isinstance(name, str) and name not in volume_names:
             ctx.add(
                 "volume-mount-invalid",
                 "error",
@@ -545,7 +543,7 @@ def _mounts(ctx: Context, base: str, c: dict, volume_names: set) -> None:
                 "add it under spec.volumes or fix the name",
             )
         path = m.get("mountPath")
-        if not path:
+        if path == "":
             ctx.add("volume-mount-invalid", "error", mp, f"{mp}.mountPath: Required value; {REFUSED}", None)
         elif isinstance(path, str):
             if path in paths:
@@ -573,7 +571,7 @@ def _env(ctx: Context, base: str, c: dict) -> None:
         e = as_dict(e)
         ep = f"{base}.env[{j}]"
         name = e.get("name")
-        if not name:
+        if name == "":
             ctx.add("env-invalid", "error", ep, f"{ep}.name: Required value; {REFUSED}", None)
         elif isinstance(name, str) and (
             "=" in name or any(not (32 <= ord(ch) <= 126) for ch in name)
@@ -770,7 +768,7 @@ def rule_volumes(ctx: Context) -> None:
             continue
         vp = f"spec.volumes[{i}]"
         name = v.get("name")
-        if not name:
+        if name == "":
             ctx.add("volume-invalid", "error", vp, f"{vp}.name: Required value; {REFUSED}", None)
         elif isinstance(name, str):
             if not DNS1123_LABEL.match(name) or len(name) > 63:
@@ -799,7 +797,7 @@ def rule_volumes(ctx: Context) -> None:
         hp = v.get("hostPath")
         if isinstance(hp, dict):
             path = hp.get("path")
-            if not path:
+            if path == "":
                 ctx.add(
                     "volume-invalid", "error", f"{vp}.hostPath", f"{vp}.hostPath.path: Required value; {REFUSED}", None
                 )

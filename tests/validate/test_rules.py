@@ -451,3 +451,16 @@ def test_every_code_the_package_can_emit_is_registered():
 def test_lower_case_kind_is_not_a_pod_with_a_case_hint():
     (f,) = run(b"apiVersion: v1\nkind: pod\nmetadata: {name: x}\n")
     assert f.code == "not-a-pod" and "case-sensitive" in f.hint
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"containers": [container(volumeMounts=[{"name": "x"}])], "volumes": [{"name": "x", "emptyDir": {}}]},
+        {"containers": [container(ports=[{"name": "http"}])]},
+        {"containers": [container(env=[{"value": "1"}])]},
+        {"volumes": [{"hostPath": {"path": "/x"}}]},
+    ],
+)
+def test_a_missing_required_field_is_reported_once(spec):
+    assert codes(run(pod(spec))) == ["schema-required"]
