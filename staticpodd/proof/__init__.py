@@ -34,13 +34,14 @@ from .probes import ProbeResult, ProbeSpec, probe_specs
 from .prover import Outcome, PodObservation, Progress, ProgressCallback, Prover, pod_spec_changed
 from .runtime import Container, Crictl, RuntimeUnavailable, Sandbox
 from .shadow import duplicate_files, files_defining, find_shadowing_file
-from .wiring import BeforeSwap, NeedsForce, before_operation, config_values, run_wait
+from .wiring import BeforeSwap, NeedsForce, NodeNameMismatch, before_operation, config_values, run_wait
 
 __all__ = [
     "DEFAULT_WAIT_TIMEOUT",
     "WAIT_DEFAULT",
     "BeforeSwap",
     "NeedsForce",
+    "NodeNameMismatch",
     "before_operation",
     "config_values",
     "run_wait",

@@ -121,10 +121,19 @@ class Outcome:
     shadowing_file: str | None = None
     hint: str | None = None
 
+    @property
+    def rollback_advised(self) -> bool:
+        """Whether the node showed that the new version does not work (never-started,
+        crash-looping, unhealthy, unchanged, shadowed). False when ok, and when nothing could be
+        observed about the pod (runtime-unavailable, name-mismatch): rolling back blind would be a
+        second change nobody can confirm either."""
+        return not self.ok and self.state not in ("runtime-unavailable", "name-mismatch")
+
     def to_dict(self) -> dict[str, Any]:
         """The ``wait`` member of a ``--json`` reply."""
         out: dict[str, Any] = {
             "ok": self.ok,
+            "rollback_advised": self.rollback_advised,
             "state": self.state,
             "message": self.message,
             "elapsed": round(self.elapsed, 3),
@@ -208,6 +217,8 @@ class Prover:
     ) -> None:
         self.crictl = crictl or Crictl()
         self.node_name = (node_name or default_node_name()).strip().lower()
+        #: False when the node name is only the host name (a guess that may be wrong).
+        self.node_name_given = bool(node_name)
         self.poll_interval = max(0.05, poll_interval)
         self.probe_host = probe_host
         self.clock = clock
@@ -325,16 +336,8 @@ class Prover:
                 if not obs.ready_sandboxes and not obs.running_containers:
                     elapsed = self.clock() - start
                     if obs.similar_names:
-                        out = Outcome(
-                            False,
-                            "name-mismatch",
-                            f"no pod named {namespace}/{pod_name} on this node, but "
-                            f"{', '.join(obs.similar_names)} runs: the node name is probably not "
-                            f"{self.node_name!r}",
-                            elapsed,
-                            {"observation": obs.to_dict()},
-                            hint="pass --node-name (or set node_name in the config): the kubelet's node name",
-                        )
+                        out = self._name_mismatch(namespace, pod_name, obs)
+                        out.elapsed = elapsed
                     else:
                         out = Outcome(
                             True,
@@ -518,6 +521,8 @@ class Prover:
         if phase == "health" and chosen is not None:
             host = self._probe_host(chosen, host_network, 1.0)
             return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=False))
+        if not last.sandboxes and last.similar_names:
+            return finish(self._name_mismatch(namespace, pod_name, last))
         if manifest_changed and old_hashes and last.ready_hashes & old_hashes:
             shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
             if shadow:
@@ -707,6 +712,24 @@ class Prover:
             },
             hint="see `crictl logs` of the container; probes ran from the node with the manifest's settings",
         )
+
+    def _name_mismatch(self, namespace: str, pod_name: str, obs: PodObservation) -> Outcome:
+        return Outcome(
+            False,
+            "name-mismatch",
+            f"no pod named {namespace}/{pod_name} on this node, but {', '.join(obs.similar_names)} "
+            f"runs: the kubelet's node name is probably not {self.node_name!r}",
+            details={"observation": obs.to_dict(), "probable_node_names": self.probable_node_names(obs)},
+            hint="pass --node-name (or set node_name in the config) to the kubelet's node name",
+        )
+
+    def probable_node_names(self, obs: PodObservation) -> list[str]:
+        """Node names the similar pods suggest (``kube-scheduler-cp-1`` -> ``cp-1``)."""
+        suffix = f"-{self.node_name}"
+        if not obs.pod_name.endswith(suffix):
+            return []
+        base = obs.pod_name[: -len(suffix)] + "-"
+        return sorted({n[len(base) :] for n in obs.similar_names if n.startswith(base)})
 
     @staticmethod
     def _shadowed(

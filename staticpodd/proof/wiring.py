@@ -16,12 +16,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import EXIT_CONFLICT, EXIT_OK, EXIT_TIMEOUT, StaticpodError, UnknownComponent
+from ..errors import EXIT_CONFLICT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, StaticpodError, UnknownComponent
 from ..journal import ERR, NOTICE, WARNING, Event
 from .critical import critical_component_reason
 from .options import ROLLBACK_VERBS, TerminalProgress, WaitOptions
 from .prover import Outcome, PodObservation, Prover, pod_spec_changed
 from .runtime import RuntimeUnavailable
+
+
+class NodeNameMismatch(StaticpodError):
+    """The pod is not on the runtime under ``<name>-<host name>`` but under another node name."""
+
+    code = "node-name-mismatch"
+    exit_status = EXIT_USAGE
 
 
 class NeedsForce(StaticpodError):
@@ -140,6 +147,13 @@ def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
         exc.message += "; nothing was changed"
         exc.args = (exc.message,)
         raise
+    if snap is not None and not snap.sandboxes and snap.similar_names and not prover.node_name_given:
+        names = prover.probable_node_names(snap)
+        raise NodeNameMismatch(
+            f"{ns}/{pod} is not on this node's runtime, but {', '.join(snap.similar_names)} is: the "
+            f"kubelet's node name is probably not the host name {prover.node_name!r}; nothing was changed",
+            hint=f"pass --node-name {names[0] if names else 'NAME'} (or set node_name in the config)",
+        )
     return BeforeSwap(verb, comp, doc, pod, ns, snap, time.time(), prover)
 
 
@@ -228,7 +242,11 @@ def run_wait(args: Any, out: Any, eng: Any, verb: str, res: Any, *, before: Befo
     if outcome.hint:
         out.warn(f"  hint: {outcome.hint}")
     if verb in ROLLBACK_VERBS and opts.rollback_on_failure:
-        _auto_rollback(out, eng, verb, res, outcome)
+        if outcome.rollback_advised:
+            _auto_rollback(out, eng, verb, res, outcome)
+        else:
+            out.warn(f"staticpodctl: not rolling back {comp}: nothing shows the new version failed ({outcome.state})")
+            out.body["rollback"] = {"ok": False, "skipped": True, "why": outcome.state}
     out.body["error"] = err.to_dict()
     return EXIT_TIMEOUT
 

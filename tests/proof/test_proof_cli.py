@@ -164,3 +164,16 @@ def test_a_missing_crictl_stops_the_apply_before_anything_changes(
     body = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 1 and body["error"]["code"] == "runtime-unavailable"
     assert "nothing was changed" in body["error"]["message"] and live.read_bytes() == previous
+
+
+def test_a_pod_running_under_another_node_name_stops_the_apply_before_anything_changes(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str], http_server: Any
+) -> None:
+    live = root / "etc/kubernetes/manifests/kube-scheduler.yaml"
+    previous = live.read_bytes()
+    sb = sandbox("x1", "kube-scheduler-some-other-node-name", NS, "h")
+    fake_runtime.set((0, [sb], [container("c1", sb, "kube-scheduler")]))
+    new = with_probe(root, 1)
+    rc, body = run(capsys, root, "apply", str(new), "--wait=2s")  # no --node-name: the host name
+    assert rc == 2 and body["error"]["code"] == "node-name-mismatch"
+    assert "--node-name some-other-node-name" in body["error"]["hint"] and live.read_bytes() == previous

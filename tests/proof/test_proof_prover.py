@@ -399,3 +399,15 @@ def test_target_names_the_pod_as_the_kubelet_does() -> None:
     p = Prover(Crictl(), node_name="CP-1")
     assert p.target(scheduler_doc()) == ("kube-scheduler-cp-1", NS)
     assert p.target({"metadata": {"name": "static-web"}}) == ("static-web-cp-1", "default")
+
+
+def test_apply_under_the_wrong_node_name_is_a_mismatch_and_not_worth_a_rollback(
+    fake_runtime: FakeRuntime, tmp_path: Path
+) -> None:
+    sb = sandbox("x1", "kube-scheduler-real-node", NS, "h", created=time.time() + 0.2)
+    fake_runtime.set((0, [sb], [container("c1", sb, "kube-scheduler", created=time.time() + 0.2)]))
+    p = prover()
+    out = wait_started(p, None, time.time(), scheduler_doc(), tmp_path, timeout=1.0)
+    assert not out.ok and out.state == "name-mismatch" and not out.rollback_advised
+    assert out.details["probable_node_names"] == ["real-node"]
+    assert out.to_dict()["rollback_advised"] is False
