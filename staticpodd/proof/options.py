@@ -77,8 +77,8 @@ def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
     - ``--rollback-on-failure`` / ``--no-rollback-on-failure`` (apply, edit, rollback; dest
       ``rollback_on_failure``: None = the config decides; implies ``--wait``)
     - ``--force`` (park only: park a component the kubelet's API connection depends on)
-    - ``--crictl PATH``, ``--runtime-endpoint URL``, ``--node-name NAME`` (the last is skipped when
-      the parser already has it, e.g. as a global option).
+    - ``--crictl PATH``, ``--runtime-endpoint URL``, ``--kubeconfig PATH`` (optional mirror pod
+      check), ``--node-name NAME`` (skipped when the parser already has it, e.g. as a global option).
     """
     group = parser.add_argument_group("proof (confirm what the kubelet did)")
     group.add_argument(
@@ -113,6 +113,13 @@ def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
         metavar="URL",
         default=None,
         help="CRI endpoint, e.g. unix:///run/containerd/containerd.sock (default: crictl's own config)",
+    )
+    group.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        default=None,
+        help="optional: also report the mirror pod's config.hash from the apiserver "
+        "(e.g. /etc/kubernetes/kubelet.conf); never required, never decides",
     )
     if not _has_option(parser, "--node-name"):
         group.add_argument(

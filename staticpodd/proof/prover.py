@@ -201,6 +201,8 @@ class Prover:
     ``crictl``: the runtime client. ``node_name``: the kubelet's node name (default: host name,
     lower-cased). ``poll_interval``: seconds between looks (default 0.5). ``probe_host``: host for
     probes that name none (default: sandbox IP for pod-network pods, 127.0.0.1 for hostNetwork).
+    ``kubeconfig``: optional; when set, the mirror pod's config.hash is looked up once at the end
+    of a wait and reported in ``details["mirror_pod"]`` (never decides the outcome).
     ``clock``/``sleep``/``wall`` exist for tests; timeouts always use the monotonic ``clock``.
     """
 
@@ -211,6 +213,7 @@ class Prover:
         node_name: str | None = None,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         probe_host: str | None = None,
+        kubeconfig: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall: Callable[[], float] = time.time,
@@ -221,6 +224,7 @@ class Prover:
         self.node_name_given = bool(node_name)
         self.poll_interval = max(0.05, poll_interval)
         self.probe_host = probe_host
+        self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.clock = clock
         self.sleep = sleep
         self.wall = wall
@@ -232,7 +236,7 @@ class Prover:
         """Build from argparse values (see ``add_wait_arguments``) and config values.
 
         Precedence: command line, then ``config`` keys ``crictl``, ``runtime_endpoint``,
-        ``node_name``, ``probe_host``, ``poll_interval``, then defaults.
+        ``node_name``, ``probe_host``, ``kubeconfig``, ``poll_interval``, then defaults.
         """
         cfg = dict(config or {})
 
@@ -244,6 +248,7 @@ class Prover:
             Crictl(pick("crictl") or "crictl", pick("runtime_endpoint")),
             node_name=pick("node_name"),
             probe_host=pick("probe_host"),
+            kubeconfig=pick("kubeconfig"),
             poll_interval=float(cfg.get("poll_interval") or DEFAULT_POLL_INTERVAL),
         )
 
@@ -346,6 +351,7 @@ class Prover:
                             elapsed,
                             {"observation": obs.to_dict()},
                         )
+                    self._add_mirror(out, pod_name, namespace)
                     report(Progress("done", out.message, elapsed, timeout, done=True))
                     return out
                 running = ", ".join(sorted({c.name for c in obs.running_containers})) or "sandbox"
@@ -386,6 +392,7 @@ class Prover:
                     "kubelet, or stop it by hand: crictl stopp " + " ".join(ids)
                 ),
             )
+        self._add_mirror(out, pod_name, namespace)
         report(Progress("done", out.message, elapsed, timeout, done=True))
         return out
 
@@ -442,6 +449,7 @@ class Prover:
             out.elapsed = self.clock() - start
             out.details.setdefault("observation", last.to_dict() if last else None)
             out.details.setdefault("before_config_hash", before.config_hash if before else None)
+            self._add_mirror(out, pod_name, namespace)
             report(Progress("done", out.message, out.elapsed, timeout, done=True))
             return out
 
@@ -576,6 +584,18 @@ class Prover:
         )
 
     # --- helpers ------------------------------------------------------------------------------
+    def _add_mirror(self, out: Outcome, pod_name: str, namespace: str) -> None:
+        """Add ``details["mirror_pod"]`` when a kubeconfig is set (informational only)."""
+        if self.kubeconfig is None:
+            return
+        from .mirror import mirror_pod_hash
+
+        info = mirror_pod_hash(self.kubeconfig, pod_name, namespace)
+        seen = out.details.get("config_hash")
+        if info.get("found") and seen:
+            info["matches_runtime"] = info.get("config_hash") == seen
+        out.details["mirror_pod"] = info
+
     @staticmethod
     def _pick_sandbox(
         obs: PodObservation, old_ids: set[str], old_hashes: set[str], manifest_changed: bool, swap_ns: int

@@ -54,7 +54,8 @@ class BeforeSwap:
 
 def config_values(eng: Any) -> dict[str, Any]:
     """The proof settings from the engine's Config (``node_name``, ``wait.*``) as a flat mapping:
-    ``crictl``, ``runtime_endpoint``, ``node_name``, ``wait_timeout``, ``rollback_on_failure``."""
+    ``crictl``, ``runtime_endpoint``, ``node_name``, ``wait_timeout``, ``rollback_on_failure``,
+    ``kubeconfig`` (read if the config has ``wait.kubeconfig``; taken under ``--root``)."""
     cfg = getattr(eng, "config", None)
     if cfg is None:
         return {}
@@ -65,7 +66,13 @@ def config_values(eng: Any) -> dict[str, Any]:
         "runtime_endpoint": getattr(wait, "runtime_endpoint", None),
         "wait_timeout": getattr(wait, "timeout", None),
         "rollback_on_failure": getattr(wait, "rollback_on_failure", None),
+        "kubeconfig": getattr(wait, "kubeconfig", None),
     }
+    layout = getattr(eng, "layout", None)
+    if out["kubeconfig"] and layout is not None:  # a node path from the config: under --root
+        from ..layout import under_root
+
+        out["kubeconfig"] = str(under_root(layout.root, out["kubeconfig"]))
     return {k: v for k, v in out.items() if v is not None}
 
 

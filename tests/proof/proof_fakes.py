@@ -275,10 +275,12 @@ def http_server() -> Iterator[Any]:
         s.close()
 
 
-def _self_signed(tmp: Path) -> tuple[Path, Path]:
+def self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1/localhost (also its own CA) and its key."""
     cert, key = tmp / "tls.crt", tmp / "tls.key"
     try:
         import datetime
+        import ipaddress
 
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
@@ -289,7 +291,8 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
             pytest.skip("neither the cryptography package nor the openssl CLI is available")
         subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=kube-scheduler"],
+             "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=kube-scheduler",
+             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-addext", "basicConstraints=critical,CA:TRUE"],
             check=True, capture_output=True,
         )  # fmt: skip
         return cert, key
@@ -304,6 +307,12 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=1))
         .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(k.public_key()), critical=False)
         .sign(k, hashes.SHA256())
     )
     cert.write_bytes(c.public_bytes(serialization.Encoding.PEM))
@@ -315,7 +324,7 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
 
 @pytest.fixture
 def https_server(tmp_path: Path) -> Iterator[Any]:
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     servers: list[ProbeServer] = []
