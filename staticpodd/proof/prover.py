@@ -36,6 +36,9 @@ from .shadow import duplicate_files, find_shadowing_file
 #: plus a margin: a file shadowed by another is given this long to show a new config.hash.
 RELIST_GRACE = 25.0
 DEFAULT_POLL_INTERVAL = 0.5
+#: A container counts as running only once it has been up this long (seconds, by its createdAt)
+#: and still runs: one look at a crash-looping container must not pass for success.
+DEFAULT_SETTLE = 2.0
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,8 @@ class Prover:
     lower-cased). ``poll_interval``: seconds between looks (default 0.5). ``probe_host``: host for
     probes that name none (default: sandbox IP for pod-network pods, 127.0.0.1 for hostNetwork).
     ``kubeconfig``: optional; when set, the mirror pod's config.hash is looked up once at the end
-    of a wait and reported in ``details["mirror_pod"]`` (never decides the outcome).
+    of a wait and reported in ``details["mirror_pod"]`` (never decides the outcome). ``settle``:
+    seconds a container must have been up (by its createdAt) before it counts (default 2).
     ``clock``/``sleep``/``wall`` exist for tests; timeouts always use the monotonic ``clock``.
     """
 
@@ -214,6 +218,7 @@ class Prover:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         probe_host: str | None = None,
         kubeconfig: Path | None = None,
+        settle: float = DEFAULT_SETTLE,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall: Callable[[], float] = time.time,
@@ -225,6 +230,7 @@ class Prover:
         self.poll_interval = max(0.05, poll_interval)
         self.probe_host = probe_host
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
+        self.settle = max(0.0, settle)
         self.clock = clock
         self.sleep = sleep
         self.wall = wall
@@ -236,7 +242,7 @@ class Prover:
         """Build from argparse values (see ``add_wait_arguments``) and config values.
 
         Precedence: command line, then ``config`` keys ``crictl``, ``runtime_endpoint``,
-        ``node_name``, ``probe_host``, ``kubeconfig``, ``poll_interval``, then defaults.
+        ``node_name``, ``probe_host``, ``kubeconfig``, ``poll_interval``, ``settle``, then defaults.
         """
         cfg = dict(config or {})
 
@@ -250,6 +256,7 @@ class Prover:
             probe_host=pick("probe_host"),
             kubeconfig=pick("kubeconfig"),
             poll_interval=float(cfg.get("poll_interval") or DEFAULT_POLL_INTERVAL),
+            settle=float(cfg["settle"]) if cfg.get("settle") is not None else DEFAULT_SETTLE,
         )
 
     # --- naming -------------------------------------------------------------------------------
@@ -502,15 +509,24 @@ class Prover:
                             trackers = self._trackers(specs, conts, now)
                         host = self._probe_host(chosen, host_network, deadline - now)
                         verdict = self._run_due_probes(trackers, conts, host, deadline)
-                        if verdict == "healthy":
+                        young = [
+                            c.name
+                            for c in conts
+                            if c.running and c.name in want_names and c.created_ns > _ns(self.wall() - self.settle)
+                        ]
+                        if verdict == "healthy" and young:
+                            verdict = "pending"
+                            msg = f"waiting for {', '.join(sorted(set(young)))} to stay up {self.settle:g} s"
+                        elif verdict == "healthy":
                             shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
                             if shadow:
                                 return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
                             return finish(self._running(namespace, pod_name, chosen, is_new, trackers, host))
                         if verdict == "unhealthy":
                             return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=True))
-                        waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
-                        msg = "waiting for " + ("; ".join(waiting[:2]) if waiting else "probes")
+                        if not young:
+                            waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
+                            msg = "waiting for " + ("; ".join(waiting[:2]) if waiting else "probes")
             report(Progress(phase, msg, self.clock() - start, timeout))
             if self.clock() >= deadline:
                 break
@@ -526,7 +542,9 @@ class Prover:
                     hint="check crictl and the CRI endpoint (--runtime-endpoint)",
                 )
             )
-        if phase == "health" and chosen is not None:
+        exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= swap_ns]
+        probes_pending = any(not t.succeeded for ts in trackers.values() for t in ts)
+        if phase == "health" and chosen is not None and (probes_pending or not exited):
             host = self._probe_host(chosen, host_network, 1.0)
             return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=False))
         if not last.sandboxes and last.similar_names:
@@ -551,7 +569,6 @@ class Prover:
                 )
             )
         new_sb = [s for s in last.sandboxes if s.id not in old_ids]
-        exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= swap_ns]
         if chosen is not None or exited:
             sb = chosen or (sorted(new_sb, key=lambda s: s.created_ns)[-1] if new_sb else None)
             conts = last.containers_of(sb.id) if sb else exited
@@ -715,7 +732,7 @@ class Prover:
             seen = first.last.message if first.last else "never run"
             why = f"{first.spec.describe(host)} -> {seen} ({first.failures} failure(s) in a row)"
         else:
-            why = "probes did not pass"
+            why = f"its containers had not stayed up {self.settle:g} s yet"
         lead = (
             "failed its probe as many times as failureThreshold allows (the kubelet restarts it now)"
             if fatal

@@ -108,7 +108,7 @@ def test_a_wait_reports_the_mirror_pod_without_depending_on_it(
     swap = time.time()
     new = sandbox("n1", POD, NS, "hash-new", created=swap + 0.1)
     fake_runtime.set((0, [new], [container("c1", new, "kube-scheduler", created=swap + 0.1)]))
-    p = Prover(Crictl(), node_name="cp-1", poll_interval=0.1, kubeconfig=apiserver.path)
+    p = Prover(Crictl(), node_name="cp-1", poll_interval=0.1, kubeconfig=apiserver.path, settle=0.2)
     doc = {
         "metadata": {"name": "kube-scheduler", "namespace": NS},
         "spec": {"containers": [{"name": "kube-scheduler"}]},

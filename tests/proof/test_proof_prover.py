@@ -35,6 +35,7 @@ POD = f"kube-scheduler-{NODE}"
 
 
 def prover(**kw: Any) -> Prover:
+    kw.setdefault("settle", 0.3)
     return Prover(Crictl(), node_name=NODE, poll_interval=0.1, **kw)
 
 
@@ -411,3 +412,21 @@ def test_apply_under_the_wrong_node_name_is_a_mismatch_and_not_worth_a_rollback(
     assert not out.ok and out.state == "name-mismatch" and not out.rollback_advised
     assert out.details["probable_node_names"] == ["real-node"]
     assert out.to_dict()["rollback_advised"] is False
+
+
+def test_a_container_that_keeps_crashing_is_never_taken_for_running(fake_runtime: FakeRuntime, tmp_path: Path) -> None:
+    """Each attempt runs for 0.3 s then exits; with settle=0.6 no look may call that running."""
+    swap = time.time()
+    sb = sandbox("crash000000000aa", POD, NS, "hash-new", created=swap)
+    phases = []
+    for i in range(6):
+        at = 0.1 + i * 0.5
+        up = container(f"c{i}", sb, "kube-scheduler", created=swap + at, attempt=i)
+        down = dict(up, state="CONTAINER_EXITED")
+        earlier = [dict(container(f"c{j}", sb, "kube-scheduler", created=swap + 0.1 + j * 0.5, attempt=j),
+                        state="CONTAINER_EXITED") for j in range(i)]  # fmt: skip
+        phases += [(at, [sb], [*earlier, up]), (at + 0.3, [sb], [*earlier, down])]
+    fake_runtime.set(*phases)
+    out = wait_started(prover(settle=0.6), None, swap, scheduler_doc(), tmp_path, timeout=2.5)
+    assert not out.ok and out.state == "crash-looping", out.message
+    assert "exited (attempt" in out.message
