@@ -203,6 +203,10 @@ _SCALARS = st.sampled_from(
         "0",
         "-0",
         "00",
+        "*anc",
+        "|\n    block yes\n",
+        "# comment",
+        "'multi\n    line'",
     ]
 )
 _KEYS = st.sampled_from(["name", "image", "y", "n", "on", "1", "true", "key", "a", "b", "x-y", "'k'", "07"])
@@ -216,24 +220,29 @@ def _yaml_text(draw: st.DrawFn) -> str:
         if kind == "scalar":
             return " " + draw(_SCALARS) + "\n"
         if kind == "flowseq":
-            items = draw(st.lists(_SCALARS.filter(lambda s: s not in ("", "-")), max_size=3))
+            items = draw(st.lists(_SCALARS.filter(lambda s: s not in ("", "-") and "\n" not in s), max_size=3))
             return " [" + ", ".join(items) + "]\n"
         if kind == "flowmap":
             keys = draw(st.lists(_KEYS, max_size=3))
             vals = draw(
-                st.lists(_SCALARS.filter(lambda s: s not in ("", "-", "a b")), min_size=len(keys), max_size=len(keys))
+                st.lists(
+                    _SCALARS.filter(lambda s: s not in ("", "-", "a b") and "\n" not in s),
+                    min_size=len(keys),
+                    max_size=len(keys),
+                )
             )
             return " {" + ", ".join(f"{k}: {v}" for k, v in zip(keys, vals, strict=True)) + "}\n"
         step = draw(st.sampled_from([2, 4]))
         if kind == "map":
             keys = draw(st.lists(_KEYS, min_size=1, max_size=4))
-            return "\n" + "".join(f"{pad}{k}:" + node(depth + 1, indent + step) for k in keys)
+            merge = f"{pad}<<: *anc\n" if draw(st.integers(0, 4)) == 0 else ""
+            return "\n" + merge + "".join(f"{pad}{k}:" + node(depth + 1, indent + step) for k in keys)
         n = draw(st.integers(1, 3))
         return "\n" + "".join(f"{pad}-" + node(depth + 1, indent + step) for _ in range(n))
 
     keys = draw(st.lists(_KEYS, min_size=1, max_size=5))
-    text = "".join(f"{k}:" + node(1, 2) for k in keys)
-    if draw(st.booleans()) and "\n  " in text:
+    text = "anc: &anc {p: 1, q: yes, 1: on}\n" + "".join(f"{k}:" + node(1, 2) for k in keys)
+    if draw(st.integers(0, 3)) == 0 and "\n  " in text:
         text = text.replace("\n  ", "\n\t", 1)  # a tab in indentation
     if draw(st.integers(0, 9)) == 0:
         text += "---\nextra: 1\n"
