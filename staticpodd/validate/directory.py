@@ -22,7 +22,7 @@ ValidateFn = Callable[[bytes, str, Options], "tuple[Any, dict, list[Finding]]"]
 
 _STRAY = re.compile(
     r"(~|#|\.(bak|backup|orig|old|save|sav|swp|swo|swn|tmp|temp|rej|dist|new|prev|disabled|off|"
-    r"dpkg-old|dpkg-new|dpkg-dist|dpkg-bak|dpkg-tmp|rpmnew|rpmsave|rpmorig|ucf-old|ucf-new|ucf-dist)"
+    r"puppet-bak|dpkg-old|dpkg-new|dpkg-dist|dpkg-bak|dpkg-tmp|rpmnew|rpmsave|rpmorig|ucf-old|ucf-new|ucf-dist)"
     r"[\w.@:-]*|\.tmp\w*|\d{8}-\d+-\w+|\.\d+\.\d{4}-\d\d-\d\d@[\d:]+~?)$",
     re.IGNORECASE,
 )
