@@ -468,7 +468,7 @@ class Prover:
                 last, last_error = obs, None
             except RuntimeUnavailable as exc:
                 obs, last_error = None, exc.message
-            msg = f"waiting for the container runtime to answer ({last_error})"
+            msg = f"waiting for the container runtime to answer ({last_error})" if obs is None else ""
             if obs is not None and not seeded:
                 # No snapshot from before the swap: what ran before swap_time is the old version.
                 seeded = True
@@ -516,7 +516,6 @@ class Prover:
                         ]
                         if verdict == "healthy" and young:
                             verdict = "pending"
-                            msg = f"waiting for {', '.join(sorted(set(young)))} to stay up {self.settle:g} s"
                         elif verdict == "healthy":
                             shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
                             if shadow:
@@ -524,9 +523,11 @@ class Prover:
                             return finish(self._running(namespace, pod_name, chosen, is_new, trackers, host))
                         if verdict == "unhealthy":
                             return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=True))
-                        if not young:
-                            waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
-                            msg = "waiting for " + ("; ".join(waiting[:2]) if waiting else "probes")
+                        waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
+                        if waiting:
+                            msg = "waiting for " + "; ".join(waiting[:2])
+                        else:
+                            msg = f"waiting for {', '.join(sorted(set(young)))} to stay up {self.settle:g} s"
             report(Progress(phase, msg, self.clock() - start, timeout))
             if self.clock() >= deadline:
                 break

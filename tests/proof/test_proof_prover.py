@@ -296,8 +296,11 @@ def test_probe_that_fails_then_succeeds_within_its_thresholds_is_healthy(
     old, old_c = running_old()
     fake_runtime.set((0, [old], old_c))
     before = p.snapshot(POD, NS)
-    out = wait_started(p, before, swap_to_new(fake_runtime), doc, tmp_path)
+    seen: list[Progress] = []
+    out = wait_started(p, before, swap_to_new(fake_runtime), doc, tmp_path, progress=seen.append)
     assert out.ok and out.state == "running", out.message
+    assert {p.phase for p in seen} >= {"health", "done"}
+    assert all(p.message and "None" not in p.message for p in seen), [p.message for p in seen]
     assert len(srv.requests) >= 4  # two failures, then successThreshold=2 successes
     path, headers = srv.requests[0]
     assert path == "/readyz?verbose" and headers["x-probe"] == "1" and headers["user-agent"].startswith("kube-probe")
