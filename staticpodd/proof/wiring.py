@@ -55,7 +55,8 @@ class BeforeSwap:
 def config_values(eng: Any) -> dict[str, Any]:
     """The proof settings from the engine's Config (``node_name``, ``wait.*``) as a flat mapping:
     ``crictl``, ``runtime_endpoint``, ``node_name``, ``wait_timeout``, ``rollback_on_failure``,
-    ``kubeconfig`` (read if the config has ``wait.kubeconfig``; taken under ``--root``)."""
+    and, when the config grows them, ``wait.kubeconfig`` (taken under ``--root``), ``wait.probe_host``,
+    ``wait.settle``."""
     cfg = getattr(eng, "config", None)
     if cfg is None:
         return {}
@@ -67,6 +68,8 @@ def config_values(eng: Any) -> dict[str, Any]:
         "wait_timeout": getattr(wait, "timeout", None),
         "rollback_on_failure": getattr(wait, "rollback_on_failure", None),
         "kubeconfig": getattr(wait, "kubeconfig", None),
+        "probe_host": getattr(wait, "probe_host", None),
+        "settle": getattr(wait, "settle", None),
     }
     layout = getattr(eng, "layout", None)
     if out["kubeconfig"] and layout is not None:  # a node path from the config: under --root
