@@ -273,6 +273,8 @@ class Daemon:
         self._retry_full = False
         self._retry_at: float | None = None
         self._last_status: str | None = None
+        self.last_findings: list[Any] = []  # everything validate_directory found last time
+        self._metrics_snapshot: Any = None
 
     # -- set-up ---------------------------------------------------------------------------------
     def _layout_for(self, cfg: Config) -> Layout:
@@ -598,7 +600,7 @@ class Daemon:
                 plan = plan_changes(changes, self.config)
                 self._track_changes(changes)
                 if full or names or changes:
-                    found = self._directory_findings()
+                    found = self.last_findings = self._directory_findings()
                     findings = [f for f in found if is_directory_finding(f)]
                     plan.extend(plan_findings(findings, self.config, self.finding_keys))
                     self.finding_keys = {finding_key(f) for f in findings}
@@ -609,7 +611,7 @@ class Daemon:
                 plan.extend(plan_expired_parks(expired, time.time()))
                 self._execute(plan)
                 if plan.actions:  # the directory changed under our hands: refresh what we report
-                    found = self._directory_findings()
+                    found = self.last_findings = self._directory_findings()
                     findings = [f for f in found if is_directory_finding(f)]
                     self.finding_keys = {finding_key(f) for f in findings}
                     self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
@@ -810,9 +812,41 @@ class Daemon:
                 if a.verb == "unpark":
                     self.runtime_problems.pop(f"unpark:{a.target}", None)
 
+    def _write_metrics(self, status: dict[str, Any]) -> None:
+        """node_exporter textfile (``metrics.enabled``), from the status just computed."""
+        metrics_cfg = self.config.metrics
+        if not metrics_cfg.enabled or not metrics_cfg.textfile_dir:
+            self.runtime_problems.pop("metrics", None)
+            return
+        from . import metrics
+
+        directory = under_root(self.root, metrics_cfg.textfile_dir)
+        try:
+            snap = metrics.snapshot_from_status(
+                status,
+                self.last_findings,
+                started_at=self.started_at,
+                now=time.time(),
+                previous=self._metrics_snapshot,
+            )
+            metrics.write_textfile(directory, metrics.render(snap))
+        except StaticpodError as exc:
+            if "metrics" not in self.runtime_problems:
+                self._say(f"cannot write metrics: {exc}")
+            self.runtime_problems["metrics"] = {
+                "code": "metrics-write-failed",
+                "severity": "warning",
+                "path": str(directory),
+                "message": f"cannot write the node_exporter textfile: {exc.message}",
+            }
+            return
+        self._metrics_snapshot = snap
+        self.runtime_problems.pop("metrics", None)
+
     def _refresh_summary(self) -> None:
         status = self.engine.status()
         data = status.to_dict() if hasattr(status, "to_dict") else dict(status)
+        self._write_metrics(data)
         comps = data.get("components") or []
         counts = {"live": 0, "parked": 0, "missing": 0}
         for c in comps:

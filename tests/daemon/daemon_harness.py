@@ -42,7 +42,7 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def wait_until(fn: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> Any:
+def wait_until(fn: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05, what: str = "") -> Any:
     """Poll ``fn`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -202,7 +202,7 @@ def journal(root: Path, event: str | None = None) -> list[dict[str, Any]]:
 
 
 def wait_journal(
-    root: Path, event: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True, timeout: float = 15.0
+    root: Path, event: str, pred: Callable[[dict[str, Any]], bool] = lambda e: True, timeout: float = 30.0
 ) -> dict[str, Any]:
     """The first entry of ``event`` matching ``pred`` (polls journald up to ``timeout``)."""
 
