@@ -100,12 +100,16 @@ class MetricsConfig:
 
 @dataclass(frozen=True)
 class WaitConfig:
-    """``wait:`` -- proof through the container runtime (``timeout`` in seconds)."""
+    """``wait:`` -- proof through the container runtime (``timeout``, ``settle`` in seconds;
+    ``kubeconfig`` a node path under --root)."""
 
     timeout: float = 300
     crictl: str = "crictl"
     runtime_endpoint: str | None = None
     rollback_on_failure: bool = False
+    settle: float = 2
+    probe_host: str | None = None
+    kubeconfig: str | None = None
 
 
 @dataclass(frozen=True)
