@@ -446,3 +446,52 @@ def test_without_systemd_python_the_stdlib_notify_and_stderr_logging_take_over(t
     notify_socket.wait_for(lambda m: m.startswith("STOPPING=1"))
     assert "STATICPODD_EVENT=DAEMON_STARTED" in err and "STATICPODD_EVENT=DAEMON_STOPPING" in err
     assert journal(root) == []
+
+
+def test_a_vim_style_save_is_one_change_and_its_temp_files_are_left_alone(tmp_path, run_daemon):
+    """vim writes a probe file ``4913``, renames the original to ``x~``, writes the new file and
+    removes the backup, all within milliseconds: under quarantine and restore policies the daemon
+    records the final bytes once and never reports or moves the short-lived files."""
+    root = make_root(tmp_path, "on_stray: quarantine\non_invalid: restore\n")
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    path = mdir / "kube-scheduler.yaml"
+    new = path.read_bytes() + b"# saved from vim\n"
+    for _ in range(3):
+        (mdir / "4913").write_bytes(b"")
+        os.unlink(mdir / "4913")
+        os.rename(path, mdir / "kube-scheduler.yaml~")
+        with open(path, "wb") as f:
+            f.write(new[: len(new) // 2])
+            f.flush()
+            f.write(new[len(new) // 2 :])
+        os.chmod(path, 0o600)
+        os.unlink(mdir / "kube-scheduler.yaml~")
+    wait_until(lambda: head_digest(root, "kube-scheduler") == sha(new))
+    time.sleep(1.0)  # past the quiet time of every name touched
+    assert path.read_bytes() == new
+    assert not (mdir / ".staticpodd/quarantine").exists() or not list((mdir / ".staticpodd/quarantine").iterdir())
+    assert journal(root, "STRAY_FOUND") == [] and journal(root, "INVALID_LIVE") == []
+    assert [v.digest for v in history(root, "kube-scheduler")][-1] == sha(new)
+
+
+def test_the_seed_procedure_mv_out_of_the_directory_is_an_external_removal(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    os.rename(mdir / "kube-scheduler.yaml", mdir.parent / "kube-scheduler.yaml")  # mv kube-scheduler.yaml ..
+    e = wait_journal(root, "EXTERNAL_REMOVAL", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    assert e["PRIORITY"] == "4" and e["CHANGE"] == "removed"
+    wait_until(lambda: d.heartbeat().get("summary", {}).get("live") == 3)
+    os.rename(mdir.parent / "kube-scheduler.yaml", mdir / "kube-scheduler.yaml")  # and back
+    wait_journal(root, "EXTERNAL_CHANGE", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    wait_until(lambda: d.heartbeat().get("summary", {}).get("live") == 4)
+
+
+def test_an_explicit_config_file_that_is_missing_is_refused(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    d = run_daemon(root, args=["--config", str(tmp_path / "nope.yaml")])
+    assert d.proc.wait(30) == 78
+    assert "configuration file not found" in d.stderr
