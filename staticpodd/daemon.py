@@ -112,9 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``staticpodd`` command line (also used to generate the man page)."""
     p = argparse.ArgumentParser(
         prog="staticpodd",
-        description="Watch the kubelet's static pod manifest directory: record every change, "
-        "enforce park deadlines, act on invalid writes and stray files by policy. Runs in the "
-        "foreground as a systemd Type=notify service.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit status: 0 stopped cleanly (SIGTERM/SIGINT), reloaded, or configuration OK;\n"
+        "  1 start-up failed, or no daemon to reload; 6 --reload timed out;\n"
+        "  78 invalid configuration (at start, refused by --reload, or --check-config).\n"
+        "signals: SIGHUP reloads the configuration (the old one stays when the new one is invalid);\n"
+        "  SIGTERM stops.\n"
+        "files: <root>/etc/staticpodd/staticpodd.yaml (configuration),\n"
+        "  <root>/run/staticpodd/daemon.json (heartbeat read by staticpodctl status).",
+        description="Watch the kubelet's static pod manifest directory: record every change,\n"
+        "enforce park deadlines, act on invalid writes and stray files by policy.\n"
+        "Runs in the foreground as a systemd Type=notify service.",
     )
     p.add_argument("--version", action="version", version=f"staticpodd {__version__}")
     p.add_argument(
@@ -136,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ask the running daemon to reload its configuration (SIGHUP) and wait; "
         "exit 0 when reloaded, 78 when it refused the new configuration",
+    )
+    p.add_argument(
+        "--check-config",
+        action="store_true",
+        help="check the configuration file and exit: 0 when valid, 78 with the key and line when not",
     )
     p.add_argument(
         "--timeout",
@@ -1055,6 +1068,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"staticpodd: {exc}", file=sys.stderr)
             return EXIT_CONFIG
         return reload_running(layout, timeout=args.timeout)
+    if args.check_config:
+        try:
+            layout = Layout.build(args.root, args.manifest_dir)
+            cfg = load_config(layout, path=args.config)
+            validate_options(cfg)
+        except ConfigError as exc:
+            print(f"staticpodd: invalid configuration: {exc}", file=sys.stderr)
+            if exc.hint:
+                print(f"hint: {exc.hint}", file=sys.stderr)
+            return EXIT_CONFIG
+        print(f"configuration OK: {cfg.source or f'{layout.config_path} (absent: all defaults)'}")
+        return EXIT_OK
     try:
         daemon = Daemon(args)
     except ConfigError as exc:

@@ -173,3 +173,15 @@ def test_importing_config_does_not_import_jsonschema_or_yaml():
         [sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(out) == []
+
+
+def test_check_config_exits_0_or_78_naming_the_key(tmp_path):
+    root = tmp_path / "root"
+    cmd = [sys.executable, "-m", "staticpodd.daemon", "--root", str(root), "--check-config"]
+    ok = subprocess.run(cmd, capture_output=True, text=True)
+    assert ok.returncode == 0 and "absent: all defaults" in ok.stdout
+    (root / "etc/staticpodd").mkdir(parents=True)
+    (root / "etc/staticpodd/staticpodd.yaml").write_text("on_stray: delete\n")
+    bad = subprocess.run(cmd, capture_output=True, text=True)
+    assert bad.returncode == 78
+    assert "staticpodd.yaml:1:11: on_stray: 'delete' is not one of ['alert', 'quarantine']" in bad.stderr
