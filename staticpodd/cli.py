@@ -185,7 +185,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 def _wait_args(p: argparse.ArgumentParser, verb: str) -> None:
     try:
-        from .proof import add_wait_arguments
+        from .proof.options import add_wait_arguments
     except ImportError:
         return
     add_wait_arguments(p, verb=verb)

@@ -371,13 +371,14 @@ class Engine:
         Returns ``(manifest, warnings)``. Raises InvalidManifest (nothing changed), after logging
         REFUSED_INVALID.
         """
-        from .validate import VALIDATOR_ID, gate
+        from .resources import validator_id
+        from .validate import gate
 
         digest = digest_of(data)
         try:
             manifest, warnings = gate(data, display_path, self.validate_options())
         except InvalidManifest as exc:
-            self.store.set_verdict(digest, VALIDATOR_ID, False)
+            self.store.set_verdict(digest, validator_id(), False)
             self._log(
                 Event.REFUSED_INVALID,
                 f"refused {display_path}: {exc.message}",
@@ -390,20 +391,56 @@ class Engine:
                 code=exc.findings[0].code if exc.findings else None,
             )
             raise
-        self.store.set_verdict(digest, VALIDATOR_ID, True)
+        self.store.set_verdict(digest, validator_id(), True)
+        self.store.set_identity(digest, (manifest.namespace, manifest.name))
         return manifest, warnings
+
+    def pod_identity(self, data: bytes) -> tuple[str, str] | None:
+        """``(namespace, name)`` of the pod these bytes define, None when not a readable Pod.
+
+        Cached by digest in the store, so steady-state park/unpark never parse YAML for it. The
+        cache is written only under the lock (read-only verbs such as ``apply --check`` write
+        nothing).
+        """
+        digest = digest_of(data)
+        have_store = self.layout.db_path.exists()
+        cached = self.store.identity(digest) if have_store else None
+        if cached is not None:
+            ns, name = cached
+            return (ns, name) if ns is not None and name is not None else None
+        from .manifest import pod_identity
+
+        ident = pod_identity(data)
+        if self._lock.held:
+            self.store.set_identity(digest, ident)
+        return ident
+
+    def memo(self, kind: str, data: bytes, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for these bytes, memoised in the store by (digest, kind, release).
+
+        For facts that depend only on the bytes and on this release's code (a JSON value).
+        Without a store yet, it just computes.
+        """
+        if not self.layout.db_path.exists():
+            return compute()
+        from . import __version__
+
+        digest, key = digest_of(data), f"{kind}@{__version__}"
+        found, value = self.store.fact(digest, key)
+        if not found:
+            value = compute()
+            self.store.set_fact(digest, key, value)
+        return value
 
     def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
         """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
-        from .manifest import pod_identity
-
         others = []
         for other in self.live_names():
             if other == file_name:
                 continue
             st = self._state_at("live", other)
-            if st is not None and pod_identity(st.data) == (namespace, name):
+            if st is not None and self.pod_identity(st.data) == (namespace, name):
                 others.append(other)
         if others:
             winner = sorted(others + [file_name])[-1]
@@ -448,8 +485,8 @@ class Engine:
         for loc, pool in (("live", live), ("parked", parked)):
             for fn in pool:
                 keys[f"{loc}/{fn}"] = (loc, fn)
-        for key, obs in observed.items():
-            keys.setdefault(key, (obs.location, obs.file_name))
+        for key, seen in observed.items():
+            keys.setdefault(key, (seen.location, seen.file_name))
         # A fresh store adopts what is there: recorded like any other change, logged at info.
         adopting = not observed and not store.components()
         changes: list[Change] = []
@@ -976,15 +1013,13 @@ class Engine:
             pst = self._state_at("parked", fn)
             assert pst is not None
             digest = digest_of(pst.data)
-            from .validate import VALIDATOR_ID
+            from .resources import validator_id
 
-            if self.store.verdict(digest, VALIDATOR_ID) is not True:
+            if self.store.verdict(digest, validator_id()) is not True:
                 manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
                 self._check_no_duplicate(fn, manifest.namespace, manifest.name)
-            else:
-                from .manifest import pod_identity
-
-                ident = pod_identity(pst.data)
+            else:  # these exact bytes passed this exact validator before
+                ident = self.pod_identity(pst.data)
                 if ident:
                     self._check_no_duplicate(fn, *ident)
             self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import signal
 import stat
 from dataclasses import dataclass
@@ -124,7 +123,7 @@ def write_staged(layout: Layout, file_name: str, data: bytes, *, mode: int, uid:
     The owner is set only when it differs from ours (non-root runs keep their own). Raises FsError.
     """
     ensure_private_dirs(layout)
-    path = layout.staging_dir / f"{STAGING_PREFIX}{file_name}.{secrets.token_hex(4)}"
+    path = layout.staging_dir / f"{STAGING_PREFIX}{file_name}.{os.urandom(4).hex()}"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except OSError as exc:

@@ -84,7 +84,7 @@ def _resolve_sender() -> Callable[..., Any] | None:
         _sender_resolved = True
         if os.environ.get("STATICPODD_NO_JOURNAL") != "1" and os.path.exists(JOURNAL_SOCKET):
             try:
-                from systemd import journal as _journal  # type: ignore[import-not-found]
+                from systemd import journal as _journal  # type: ignore[import-not-found,attr-defined]
 
                 _sender = _journal.send
             except ImportError:

@@ -16,6 +16,10 @@ Tables (schema version :data:`SCHEMA_VERSION`):
 ``observed``  the last state seen (or written) at each path, keyed ``live/<file>`` or
               ``parked/<file>``: what :meth:`staticpodd.engine.Engine.scan` compares the directory
               with to tell created, modified, removed, moved and chmodded files apart.
+``identities`` the pod (namespace, name) each digest defines, or NULLs when the bytes are not a
+              readable Pod: the duplicate-pod check need not parse every live file every time.
+``facts``     other values derived from a digest's bytes (e.g. why parking it would cut the
+              kubelet off from its apiserver), memoised by (digest, kind).
 ``verdicts``  validation verdicts cached by (digest, validator id), so ``unpark`` of a parked copy
               that already passed the gate need not load the schema validator.
 
@@ -38,7 +42,7 @@ from typing import Any
 
 from .errors import StoreError, UnknownVersion
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
 ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore")
@@ -112,6 +116,17 @@ CREATE TABLE IF NOT EXISTS observed (
     uid INTEGER,
     gid INTEGER,
     updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS identities (
+    digest TEXT PRIMARY KEY,
+    namespace TEXT,
+    name TEXT
+);
+CREATE TABLE IF NOT EXISTS facts (
+    digest TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (digest, kind)
 );
 CREATE INDEX IF NOT EXISTS versions_by_component ON versions (component, seq);
 CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
@@ -454,6 +469,32 @@ class VersionStore:
             "SELECT id, op, component, payload, created_at, pid FROM intents ORDER BY id"
         ).fetchall()
         return [Intent(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
+
+    # -- pod identity cache -----------------------------------------------------------------------
+
+    def identity(self, digest: str) -> tuple[str | None, str | None] | None:
+        """Cached ``(namespace, name)`` for these bytes (``(None, None)``: not a Pod); None = unknown."""
+        row = self._db.execute("SELECT namespace, name FROM identities WHERE digest = ?", (digest,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def set_identity(self, digest: str, ident: tuple[str, str] | None) -> None:
+        """Cache the pod identity of these bytes (None: not a readable Pod)."""
+        ns, name = ident if ident else (None, None)
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO identities(digest, namespace, name) VALUES (?,?,?)", (digest, ns, name))
+
+    # -- memoised facts ----------------------------------------------------------------------------
+
+    def fact(self, digest: str, kind: str) -> tuple[bool, Any]:
+        """``(found, value)`` of a memoised fact about these bytes."""
+        row = self._db.execute("SELECT value FROM facts WHERE digest = ? AND kind = ?", (digest, kind)).fetchone()
+        return (False, None) if row is None else (True, json.loads(row[0]))
+
+    def set_fact(self, digest: str, kind: str, value: Any) -> None:
+        """Memoise a JSON-serialisable fact about these bytes (idempotent)."""
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO facts(digest, kind, value) VALUES (?,?,?)",
+                       (digest, kind, json.dumps(value)))
 
     # -- validation verdict cache -------------------------------------------------------------
 

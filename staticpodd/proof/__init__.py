@@ -21,20 +21,52 @@ run from the node, are the evidence. Public API::
 
 from __future__ import annotations
 
-from .critical import critical_component_reason
-from .options import (
-    DEFAULT_WAIT_TIMEOUT,
-    WAIT_DEFAULT,
-    TerminalProgress,
-    WaitOptions,
-    add_wait_arguments,
-    parse_duration,
-)
-from .probes import ProbeResult, ProbeSpec, probe_specs
-from .prover import Outcome, PodObservation, Progress, ProgressCallback, Prover, pod_spec_changed
-from .runtime import Container, Crictl, RuntimeUnavailable, Sandbox
-from .shadow import duplicate_files, files_defining, find_shadowing_file
-from .wiring import BeforeSwap, NeedsForce, NodeNameMismatch, before_operation, config_values, run_wait
+import importlib
+from typing import Any
+
+# Submodules load on first use (PEP 562): `staticpodctl park` imports only options and
+# critical, never the prover (http.client, ssl) unless --wait asks for it.
+_WHERE = {
+    'BeforeSwap': 'wiring',
+    'Container': 'runtime',
+    'Crictl': 'runtime',
+    'DEFAULT_WAIT_TIMEOUT': 'options',
+    'NeedsForce': 'wiring',
+    'NodeNameMismatch': 'wiring',
+    'Outcome': 'prover',
+    'PodObservation': 'prover',
+    'ProbeResult': 'probes',
+    'ProbeSpec': 'probes',
+    'Progress': 'prover',
+    'ProgressCallback': 'prover',
+    'Prover': 'prover',
+    'RuntimeUnavailable': 'runtime',
+    'Sandbox': 'runtime',
+    'TerminalProgress': 'options',
+    'WAIT_DEFAULT': 'options',
+    'WaitOptions': 'options',
+    'add_wait_arguments': 'options',
+    'before_operation': 'wiring',
+    'config_values': 'wiring',
+    'critical_component_reason': 'critical',
+    'duplicate_files': 'shadow',
+    'files_defining': 'shadow',
+    'find_shadowing_file': 'shadow',
+    'parse_duration': 'options',
+    'pod_spec_changed': 'prover',
+    'probe_specs': 'probes',
+    'run_wait': 'wiring',
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_WAIT_TIMEOUT",

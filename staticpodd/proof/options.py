@@ -7,9 +7,10 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .prover import Progress
+if TYPE_CHECKING:
+    from .prover import Progress
 
 #: kubeadm's wait for a static pod after an upgrade (5 minutes).
 DEFAULT_WAIT_TIMEOUT = 300.0

@@ -14,14 +14,15 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_CONFLICT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, StaticpodError, UnknownComponent
 from ..journal import ERR, NOTICE, WARNING, Event
 from .critical import critical_component_reason
 from .options import ROLLBACK_VERBS, TerminalProgress, WaitOptions
-from .prover import Outcome, PodObservation, Prover, pod_spec_changed
-from .runtime import RuntimeUnavailable
+
+if TYPE_CHECKING:  # the prover pulls in http/ssl; park without --wait must not pay for it
+    from .prover import Outcome, PodObservation, Prover
 
 
 class NodeNameMismatch(StaticpodError):
@@ -132,9 +133,14 @@ def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
                 data = fh.read()
         except OSError:
             data = None
-    doc = _decode(data)
-    if verb == "park" and doc is not None and loc == "live" and not getattr(args, "force", False):
-        reason = critical_component_reason(doc)
+    if verb == "park" and data is not None and loc == "live" and not getattr(args, "force", False):
+        def compute() -> str | None:
+            d = _decode(data)
+            return critical_component_reason(d) if d is not None else None
+
+        # memoised by digest: a steady-state park parses no YAML (issue 2's speed target)
+        memo = getattr(eng, "memo", None)
+        reason = memo("critical-reason", data, compute) if memo is not None else compute()
         if reason:
             raise NeedsForce(
                 f"{comp}: {reason}",
@@ -142,7 +148,11 @@ def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
             )
     now = time.time()
     if getattr(args, "wait", None) is None:
-        return BeforeSwap(verb, comp, doc, None, None, None, now)
+        return BeforeSwap(verb, comp, None, None, None, None, now)
+    doc = _decode(data)
+    from .prover import Prover
+    from .runtime import RuntimeUnavailable
+
     prover = Prover.from_args(args, config_values(eng))
     pod = ns = None
     snap = None
@@ -190,6 +200,8 @@ def run_wait(args: Any, out: Any, eng: Any, verb: str, res: Any, *, before: Befo
     opts = WaitOptions.from_args(args, cfg)
     if opts.timeout is None:
         return EXIT_OK
+    from .prover import Prover, pod_spec_changed
+
     prover = (before.prover if before and before.prover else None) or Prover.from_args(args, cfg)
     progress = None if getattr(out, "json", False) else TerminalProgress(sys.stderr)
     comp, fn = res.component, res.file_name

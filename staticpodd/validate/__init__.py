@@ -60,33 +60,13 @@ def _file_rules() -> list:
     return rules.FILE_RULES
 
 
-def _compute_validator_id() -> str:
-    h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for p in sorted(here.glob("*.py")) + [here.parent / "manifest.py"]:
-        h.update(p.name.encode())
-        h.update(p.read_bytes())
-    from staticpodd.validate.schema import schema_dir
-
-    sdir = schema_dir()
-    if sdir.is_dir():
-        for p in sorted(sdir.glob("pod-*.json")):
-            st = p.stat()
-            h.update(f"{p.name}:{st.st_size}".encode())
-            h.update(p.read_bytes()[:4096])
-    return "staticpodd-validate/" + h.hexdigest()[:16]
-
-
-_validator_id: str | None = None
-
-
 def __getattr__(name: str) -> Any:
-    # VALIDATOR_ID is computed on first use (hashing sources and schemas costs a little).
-    global _validator_id
+    # VALIDATOR_ID is computed on first use (hashing sources and schemas costs a little); the
+    # computation lives in staticpodd.resources so the engine can get it without this package.
     if name == "VALIDATOR_ID":
-        if _validator_id is None:
-            _validator_id = _compute_validator_id()
-        return _validator_id
+        from staticpodd.resources import validator_id
+
+        return validator_id()
     raise AttributeError(name)
 
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -52,24 +50,16 @@ _GO_TYPE = {
 
 
 def schema_dir() -> Path:
-    """Directory holding ``pod-1.NN.json``.
+    """Directory holding ``pod-1.NN.json`` (search order: :func:`staticpodd.resources.schema_dirs`).
 
-    ``$STATICPODD_SCHEMAS`` if set; else the source tree's ``schemas/`` (editable installs,
-    tests); else ``<prefix>/share/staticpodd/schemas`` or ``/usr/share/staticpodd/schemas``
-    (packages). Returns the first that exists (or the source-tree path when none does).
+    Returns the first that has the default version's schema (or the first candidate when none does).
     """
-    env = os.environ.get("STATICPODD_SCHEMAS")
-    if env:
-        return Path(env)
-    candidates = [
-        Path(__file__).resolve().parents[2] / "schemas",
-        Path(sys.prefix) / "share" / "staticpodd" / "schemas",
-        Path("/usr/share/staticpodd/schemas"),
-    ]
-    for c in candidates:
-        if (c / f"pod-{DEFAULT_VERSION}.json").is_file():
-            return c
-    return candidates[0]
+    from staticpodd.resources import find_schema, schema_dirs
+
+    try:
+        return find_schema(f"pod-{DEFAULT_VERSION}.json").parent
+    except FileNotFoundError:
+        return schema_dirs()[0]
 
 
 @cache

@@ -1,0 +1,68 @@
+"""Where the shipped data files are, and the validator's identity; stdlib only, cheap to import.
+
+JSON Schemas (``pod-1.NN.json``, ``staticpodd-config.schema.json``) are looked for, in order:
+``$STATICPODD_SCHEMAS`` (or the older ``$STATICPODD_SCHEMA_DIR``), the source tree's ``schemas/``
+(editable installs, tests), ``<sys.prefix>/share/staticpodd/schemas`` (pip), and
+``/usr/share/staticpodd/schemas`` (the .deb and .rpm).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def schema_dirs() -> list[Path]:
+    """The directories searched for schemas, in order (existing or not)."""
+    dirs = [Path(v) for v in (os.environ.get("STATICPODD_SCHEMAS"), os.environ.get("STATICPODD_SCHEMA_DIR")) if v]
+    dirs += [
+        _PKG.parent / "schemas",
+        Path(sys.prefix) / "share" / "staticpodd" / "schemas",
+        Path("/usr/share/staticpodd/schemas"),
+    ]
+    return dirs
+
+
+def find_schema(name: str) -> Path:
+    """Path of the schema file ``name`` in the first directory that has it.
+
+    Raises FileNotFoundError whose message names the file and every directory searched.
+    """
+    dirs = schema_dirs()
+    for d in dirs:
+        p = d / name
+        if p.is_file():
+            return p
+    raise FileNotFoundError(f"schema {name} not found; looked in " + ", ".join(map(str, dirs)))
+
+
+_validator_id: str | None = None
+
+
+def validator_id() -> str:
+    """An id that changes whenever the validation rules or the Pod schemas change.
+
+    The engine caches gate verdicts by (digest, validator id), so ``unpark`` of bytes that
+    already passed need not load the validator. Hashes the sources of ``staticpodd/validate/``
+    and ``manifest.py`` plus the Pod schemas' names, sizes and first 4 KiB. Cached per process.
+    """
+    global _validator_id
+    if _validator_id is None:
+        h = hashlib.sha256()
+        vdir = _PKG / "validate"
+        for p in sorted(vdir.glob("*.py")) + [_PKG / "manifest.py"]:
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
+        sdir = next((d for d in schema_dirs() if any(d.glob("pod-*.json"))), None)
+        if sdir is not None:
+            for p in sorted(sdir.glob("pod-*.json")):
+                h.update(f"{p.name}:{p.stat().st_size}".encode())
+                with open(p, "rb") as fh:
+                    h.update(fh.read(4096))
+        _validator_id = "staticpodd-validate/" + h.hexdigest()[:16]
+    return _validator_id
+
