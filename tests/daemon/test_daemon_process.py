@@ -495,3 +495,22 @@ def test_an_explicit_config_file_that_is_missing_is_refused(tmp_path, run_daemon
     d = run_daemon(root, args=["--config", str(tmp_path / "nope.yaml")])
     assert d.proc.wait(30) == 78
     assert "configuration file not found" in d.stderr
+
+
+def test_an_expired_park_that_cannot_be_undone_is_reported_once_not_retried_in_a_loop(tmp_path, run_daemon):
+    """The park expires while the file was written back meanwhile (kubeadm): unpark refuses to
+    overwrite the live file, the daemon says so once and keeps it as a problem."""
+    root = make_root(tmp_path, "rescan_interval: 1\n")
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    assert staticpodctl(root, "park", "kube-scheduler", "--for", "3s").returncode == 0
+    parked = (mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes()
+    (mdir / "kube-scheduler.yaml").write_bytes(parked + b"# written back by kubeadm\n")
+    wait_journal(root, "PARK_BROKEN", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    failed = wait_journal(root, "PARK_EXPIRED", lambda e: e.get("PRIORITY") == "3", timeout=20)
+    assert failed["ERROR"] == "live-file-exists"
+    wait_until(lambda: any(p["code"] == "park-expired-unpark-failed" for p in d.heartbeat().get("problems", [])))
+    time.sleep(3)  # three more rescans: no new attempt, no new entry
+    assert len([e for e in journal(root, "PARK_EXPIRED") if e.get("PRIORITY") == "3"]) == 1
+    assert (mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes() == parked  # nothing lost
