@@ -514,3 +514,22 @@ def test_an_expired_park_that_cannot_be_undone_is_reported_once_not_retried_in_a
     time.sleep(3)  # three more rescans: no new attempt, no new entry
     assert len([e for e in journal(root, "PARK_EXPIRED") if e.get("PRIORITY") == "3"]) == 1
     assert (mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes() == parked  # nothing lost
+
+
+def test_a_subdirectory_and_a_symlink_are_reported(tmp_path, run_daemon):
+    root = make_root(tmp_path)
+    mdir = root / MANIFESTS
+    d = run_daemon(root)
+    d.wait_ready()
+    (mdir / "apps").mkdir()
+    (mdir / "apps" / "web.yaml").write_bytes((mdir / "etcd.yaml").read_bytes())
+    elsewhere = root / "srv/kube-vip.yaml"
+    elsewhere.parent.mkdir(parents=True)
+    shutil.copyfile(corpus_dir() / "manifests/08-kube-vip-docs-arp.yaml", elsewhere)
+    os.symlink(elsewhere, mdir / "kube-vip.yaml")
+    sub = wait_journal(root, "DIRECTORY_PROBLEM", lambda e: e.get("FINDING") == "subdirectory-ignored")
+    assert sub["FILE_NAME"] == "apps"
+    link = wait_journal(root, "DIRECTORY_PROBLEM", lambda e: e.get("FINDING") == "symlink")
+    assert link["FILE_NAME"] == "kube-vip.yaml"
+    codes = {p["code"] for p in d.heartbeat()["problems"]}
+    assert {"subdirectory-ignored", "symlink"} <= codes
