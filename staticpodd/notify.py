@@ -41,7 +41,7 @@ def _stdlib_sender(address: str) -> Sender:
 def _systemd_sender() -> Sender | None:
     """systemd-python's notify, or None when the module is not installed."""
     try:
-        from systemd import daemon as sd_daemon  # type: ignore[import-not-found]
+        from systemd import daemon as sd_daemon  # type: ignore[import-not-found,attr-defined,unused-ignore]
     except ImportError:
         return None
 
