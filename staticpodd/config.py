@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,14 @@ from .layout import Layout
 SCHEMA_FILE = "staticpodd-config.schema.json"
 
 #: Where the schema is looked for, in order: $STATICPODD_SCHEMA_DIR, a ``schemas/`` directory
-#: shipped inside the package, the source tree's ``schemas/`` (editable install), and the
-#: system-wide copy a distribution package installs.
+#: shipped inside the package, the source tree's ``schemas/`` (editable install), pip's
+#: data-files (``<sys.prefix>/share/staticpodd/schemas``, see pyproject.toml), and the
+#: system-wide copy the .deb/.rpm install.
 _SCHEMA_DIRS = (
     Path(__file__).resolve().parent / "schemas",
     Path(__file__).resolve().parent.parent / "schemas",
+    Path(sys.prefix) / "share" / "staticpodd" / "schemas",
+    Path("/usr/local/share/staticpodd/schemas"),
     Path("/usr/share/staticpodd/schemas"),
 )
 
