@@ -587,6 +587,7 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
             out.finish(True, changed=False, component=target.component, msg="no changes")
             return EXIT_OK
         try:
+            before = _pre_wait(args, eng, "edit")
             res = eng.apply(new, source=path, component=target.file_name, reason=args.reason, action="edit",
                             expect_digest=base)
         except InvalidManifest as exc:
@@ -606,7 +607,7 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
             raise
         shutil.rmtree(workdir, ignore_errors=True)
         _result_out(out, res)
-        rc = _wait(args, out, eng, "edit", res, before=None)
+        rc = _wait(args, out, eng, "edit", res, before=before)
         out.finish(rc == EXIT_OK)
         return rc
 
@@ -685,6 +686,7 @@ def cmd_recover(args: argparse.Namespace, out: Out) -> int:
 def cmd_validate(args: argparse.Namespace, out: Out) -> int:
     from .validate.cli import run_validate
 
+    args.base_options = _engine(args).validate_options()  # config defaults; flags win
     return int(run_validate(args, sys.stdout))
 
 

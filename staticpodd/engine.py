@@ -359,10 +359,14 @@ class Engine:
                     kw[dst] = value
             cap = getattr(cfg, "node_capacity", None)
             if cap is not None:
-                for src, dst in (("cpu_millis", "cpu_capacity_millis"), ("memory_bytes", "memory_capacity_bytes")):
-                    value = getattr(cap, src, None) if not isinstance(cap, dict) else cap.get(src)
-                    if value is not None:
-                        kw[dst] = value
+                from .validate.quantity import cpu_millis, memory_bytes, parse_quantity
+
+                for src, dst, conv in (("cpu", "cpu_capacity_millis", cpu_millis),
+                                       ("memory", "memory_capacity_bytes", memory_bytes)):
+                    raw = cap.get(src) if isinstance(cap, dict) else getattr(cap, src, None)
+                    q = parse_quantity(raw) if raw is not None else None
+                    if q is not None:
+                        kw[dst] = conv(q)
         return Options(**kw)
 
     def gate(self, data: bytes, display_path: str, *, component: str | None = None) -> tuple[Any, list[Any]]:

@@ -174,6 +174,30 @@ class WaitTimeout(StaticpodError):
     exit_status = EXIT_TIMEOUT
 
 
+class NeedsForce(StaticpodError):
+    """``park`` of a component the kubelet's own connection to the apiserver depends on (the local
+    kube-apiserver, the etcd behind it, a local API load balancer), without ``--force``."""
+
+    code = "needs-force"
+    exit_status = EXIT_CONFLICT
+
+
+class RuntimeUnavailable(StaticpodError):
+    """``crictl`` cannot be run or cannot reach the CRI endpoint, so ``--wait`` cannot prove
+    anything; raised before any swap, so nothing is changed."""
+
+    code = "runtime-unavailable"
+    exit_status = EXIT_FAILURE
+
+
+class NodeNameMismatch(StaticpodError):
+    """The pod runs on the container runtime under another node name than ``<name>-<host name>``;
+    pass ``--node-name``."""
+
+    code = "node-name-mismatch"
+    exit_status = EXIT_USAGE
+
+
 class StoreError(StaticpodError):
     """The version store is unreadable, from a newer release, or corrupt."""
 

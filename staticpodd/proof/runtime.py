@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EXIT_FAILURE, StaticpodError
+from ..errors import RuntimeUnavailable
 
 CONFIG_HASH = "kubernetes.io/config.hash"
 CONFIG_SOURCE = "kubernetes.io/config.source"
@@ -44,17 +44,6 @@ CONTAINER_EXITED = "CONTAINER_EXITED"
 
 #: Longest a single crictl call may take (seconds); the wait loop also bounds it by its deadline.
 CRICTL_CALL_TIMEOUT = 10.0
-
-
-class RuntimeUnavailable(StaticpodError):
-    """``crictl`` cannot be run or cannot reach the CRI endpoint, so nothing can be proven.
-
-    Raised by :meth:`Crictl.run` (and so by ``Prover.snapshot``) *before* a swap; the caller must
-    then not swap (``--wait`` was asked for and cannot be honoured).
-    """
-
-    code = "runtime-unavailable"
-    exit_status = EXIT_FAILURE
 
 
 def _int(value: Any) -> int:

@@ -16,27 +16,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import EXIT_CONFLICT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, StaticpodError, UnknownComponent
+from ..errors import (
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    NeedsForce,
+    NodeNameMismatch,
+    RuntimeUnavailable,
+    StaticpodError,
+    UnknownComponent,
+)
 from ..journal import ERR, NOTICE, WARNING, Event
 from .critical import critical_component_reason
 from .options import ROLLBACK_VERBS, TerminalProgress, WaitOptions
 
 if TYPE_CHECKING:  # the prover pulls in http/ssl; park without --wait must not pay for it
     from .prover import Outcome, PodObservation, Prover
-
-
-class NodeNameMismatch(StaticpodError):
-    """The pod is not on the runtime under ``<name>-<host name>`` but under another node name."""
-
-    code = "node-name-mismatch"
-    exit_status = EXIT_USAGE
-
-
-class NeedsForce(StaticpodError):
-    """``park`` of a component the kubelet's own apiserver connection depends on, without --force."""
-
-    code = "needs-force"
-    exit_status = EXIT_CONFLICT
 
 
 @dataclass
@@ -151,7 +145,6 @@ def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
         return BeforeSwap(verb, comp, None, None, None, None, now)
     doc = _decode(data)
     from .prover import Prover
-    from .runtime import RuntimeUnavailable
 
     prover = Prover.from_args(args, config_values(eng))
     pod = ns = None

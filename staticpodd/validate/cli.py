@@ -32,9 +32,10 @@ def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
     p.add_argument(
         "--kubernetes-version",
-        default=DEFAULT_VERSION,
+        default=None,
         metavar="1.NN",
-        help=f"kubelet minor to judge against ({', '.join(SUPPORTED_VERSIONS)}; default {DEFAULT_VERSION})",
+        help=f"kubelet minor to judge against ({', '.join(SUPPORTED_VERSIONS)}; default: the config's "
+        f"kubernetes_version, else {DEFAULT_VERSION})",
     )
     p.add_argument("--node-name", default=None, help="the kubelet's node name (default: this host's name)")
     p.add_argument(
@@ -65,13 +66,18 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
 
     out = stdout if stdout is not None else sys.stdout
     as_json = bool(getattr(args, "json", False))
+    # Defaults from the configuration (staticpodctl passes them as ``base_options``); flags win.
+    base = getattr(args, "base_options", None) or Options()
     try:
-        version = parse_version(args.kubernetes_version)
+        version = parse_version(args.kubernetes_version or base.kubernetes_version)
     except ValueError as exc:
         return _usage(out, as_json, str(exc))
     from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
     capacity: dict[str, int] = {}
+    for key in ("cpu_capacity_millis", "memory_capacity_bytes"):
+        if getattr(base, key, None) is not None:
+            capacity[key] = getattr(base, key)
     for attr, key, conv in (
         ("node_cpu", "cpu_capacity_millis", cpu_millis),
         ("node_memory", "memory_capacity_bytes", memory_bytes),
@@ -85,7 +91,8 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
     options = Options(
         kubernetes_version=version,
         strict=bool(args.strict),
-        node_name=getattr(args, "node_name", None),
+        max_bytes=base.max_bytes,
+        node_name=getattr(args, "node_name", None) or base.node_name,
         check_host=not getattr(args, "no_host_checks", False),
         **capacity,
     )

@@ -326,3 +326,33 @@ def test_usage_errors_are_json_too(ctl) -> None:
     r = ctl("park", "--json", "--bogus")
     assert r.rc == 2
     assert r.json()["error"]["code"] == "usage"
+
+
+def test_the_config_sets_the_node_capacity_the_gate_judges_against(sandbox, ctl, tmp_path) -> None:
+    cfg = sandbox.root / "etc/staticpodd/staticpodd.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("node_capacity:\n  cpu: '2'\n  memory: 4Gi\n")
+    big = small_pod("toobig", extra="    resources:\n      requests:\n        cpu: '32'\n")
+    src = tmp_path / "toobig.yaml"
+    src.write_text(big)
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 1
+    err = r.json()["error"]
+    assert err["code"] == "invalid-manifest" and "OutOfcpu" in json.dumps(err)
+    assert sandbox.visible() == []
+    v = ctl("validate", str(src), "--json")
+    assert v.rc == 1 and "OutOfcpu" in v.out
+    assert ctl("validate", str(src), "--node-cpu", "64", "--json").rc == 0
+
+
+def test_a_bad_config_is_refused_naming_the_key(sandbox, ctl, tmp_path) -> None:
+    cfg = sandbox.root / "etc/staticpodd/staticpodd.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("lock_timeout: -5\n")
+    src = tmp_path / "web.yaml"
+    src.write_text(small_pod("web"))
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 78
+    err = r.json()["error"]
+    assert err["code"] == "config-invalid" and "lock_timeout" in err["message"]
+    assert sandbox.visible() == []
