@@ -196,12 +196,14 @@ def read_heartbeat(layout: Layout) -> dict[str, Any] | None:
 
 
 def _process_is_staticpodd(pid: int) -> bool:
-    """True when ``pid`` is alive and its command line names staticpodd (guards a stale pid)."""
+    """True when ``pid`` is alive and runs the daemon: an argv element is the ``staticpodd``
+    script or names ``staticpodd.daemon``. Guards a stale heartbeat whose pid was reused: the
+    default action of SIGHUP is to terminate, so we must never send it to anything else."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"staticpodd" in raw
+    return any(os.path.basename(a) == b"staticpodd" or b"staticpodd.daemon" in a for a in raw.split(b"\0"))
 
 
 def reload_running(layout: Layout, *, timeout: float, out: Any = sys.stderr) -> int:

@@ -533,3 +533,21 @@ def test_a_subdirectory_and_a_symlink_are_reported(tmp_path, run_daemon):
     assert link["FILE_NAME"] == "kube-vip.yaml"
     codes = {p["code"] for p in d.heartbeat()["problems"]}
     assert {"subdirectory-ignored", "symlink"} <= codes
+
+
+def test_reload_never_signals_a_process_that_is_not_the_daemon(tmp_path):
+    """A stale heartbeat whose pid now belongs to something else: SIGHUP would kill it."""
+    import json
+
+    root = make_root(tmp_path)
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        hb = root / "run/staticpodd/daemon.json"
+        hb.parent.mkdir(parents=True)
+        hb.write_text(json.dumps({"pid": other.pid, "state": "running", "reload": {"seq": 0}}))
+        r = reload(root, timeout=2)
+        assert r.returncode == 1 and "no running daemon" in r.stderr
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
