@@ -13,8 +13,8 @@ Shapes:
   directory itself, the private area or ``parked/`` was removed or moved (rescan and re-watch).
 - :class:`Hints`: thread-safe per-hint debounce table with a wake-up pipe the daemon's main loop
   blocks on (``select``) together with signals (``signal.set_wakeup_fd``).
-- :class:`Watcher`: one watchdog ``Observer`` on the manifest directory (recursive, so that
-  ``.staticpodd/parked/`` is seen); re-created when the directory is replaced or recreated.
+- :class:`Watcher`: one watchdog ``Observer`` with two non-recursive watches, the manifest
+  directory and ``.staticpodd/parked/``; re-created when the directory is replaced or recreated.
 """
 
 from __future__ import annotations
@@ -209,19 +209,29 @@ def dir_identity(path: Path) -> tuple[int, int] | None:
 
 
 class Watcher:
-    """inotify watch (through watchdog's Observer) on one manifest directory, feeding :class:`Hints`.
+    """inotify watches (through one watchdog Observer) feeding :class:`Hints`.
+
+    Two non-recursive watches, as the kubelet itself looks (it never recurses, KUBELET.md
+    "Which files are pods"): the manifest directory, and ``.staticpodd/parked/`` once it exists
+    (a hand edit of a parked copy is drift). Nothing else below the directory is watched, so a
+    big subtree someone keeps there (a ``.git``, an ``apps/`` directory) costs no inotify watches.
 
     :meth:`ensure` (call it on every loop) (re)creates the watch when the directory appeared,
-    was replaced (new ``st_dev``/``st_ino``), was recreated, or the watch died; it returns what
-    happened so the daemon can log it. Never raises for a missing directory.
+    was replaced (new ``st_dev``/``st_ino``), was recreated, or the watch died, and adds, drops or
+    renews the ``parked/`` watch as that directory comes and goes; it returns what happened to the
+    main watch so the daemon can log it. Never raises for a missing directory.
     """
 
     def __init__(self, manifest_dir: Path, hints: Hints) -> None:
         self.manifest_dir = Path(manifest_dir)
+        self.parked_dir = self.manifest_dir / PRIVATE_DIRNAME / "parked"
         self.hints = hints
         self.identity: tuple[int, int] | None = None
+        self.parked_identity: tuple[int, int] | None = None
         self.error: str | None = None
         self._observer: Any = None
+        self._handler: Any = None
+        self._parked_watch: Any = None
         self._lost = threading.Event()  # set by the handler when the root went away
         self.generation = 0  # how many times a watch was started
 
@@ -244,20 +254,26 @@ class Watcher:
             self.hints.add(hint)
 
     # -- main-thread side -----------------------------------------------------------------------
-    def _alive(self) -> bool:
+    def _emitter_alive(self, path: Path) -> bool:
+        """Whether the observer's emitter for ``path`` is running (watchdog internals, guarded)."""
         obs = self._observer
         if obs is None or not obs.is_alive():
             return False
         try:
             emitters = list(obs.emitters)
-        except Exception:  # watchdog internals; treat as alive
+        except Exception:  # watchdog internals changed; assume alive
             return True
-        return bool(emitters) and all(e.is_alive() for e in emitters)
+        want = os.path.normpath(str(path))
+        for e in emitters:
+            watch = getattr(e, "watch", None)
+            if watch is not None and os.path.normpath(os.fsdecode(watch.path)) == want:
+                return bool(e.is_alive())
+        return False
 
     def ensure(self) -> str | None:
-        """Start or re-create the watch when needed (main thread).
+        """Start or re-create the watches when needed (main thread).
 
-        Returns None when nothing changed, else one of ``"started"`` (first watch),
+        Returns None when the main watch is unchanged, else one of ``"started"`` (first watch),
         ``"replaced"`` (the path now names a different directory), ``"recreated"`` (the watch
         died or the directory was removed and came back), ``"missing"`` (the directory is gone;
         the watch is dropped until it comes back), ``"failed"`` (``self.error`` says why).
@@ -270,7 +286,13 @@ class Watcher:
                 self.identity = None
                 return "missing"
             return None
-        if self._observer is not None and ident == self.identity and not lost and self._alive():
+        if (
+            self._observer is not None
+            and ident == self.identity
+            and not lost
+            and self._emitter_alive(self.manifest_dir)
+        ):
+            self._ensure_parked()
             return None
         if self._observer is None and self.error is not None and ident == self.identity:
             return None  # failed before on this very directory; retried by reset_error()
@@ -286,9 +308,44 @@ class Watcher:
             return "failed"
         return what
 
+    def _ensure_parked(self, *, announce: bool = True) -> None:
+        """Watch ``.staticpodd/parked/`` while it exists; renew the watch when it was replaced
+        or its emitter stopped (removed and recreated). A new watch is a DIRECTORY hint, so the
+        daemon rescans what may have changed there unseen."""
+        obs = self._observer
+        if obs is None:
+            return
+        pid = dir_identity(self.parked_dir)
+        healthy = self._parked_watch is not None and self._emitter_alive(self.parked_dir)
+        if pid == self.parked_identity and (healthy or pid is None):
+            return
+        if self._parked_watch is not None:
+            try:
+                obs.unschedule(self._parked_watch)
+            except Exception:
+                pass
+            self._parked_watch = None
+        self.parked_identity = pid
+        if pid is None:
+            return
+        try:
+            self._parked_watch = obs.schedule(self._handler, str(self.parked_dir), **self._schedule_kwargs(obs))
+        except OSError:
+            self.parked_identity = None  # retried on the next ensure(); the rescan covers it
+            return
+        if announce:
+            self.hints.add(DIRECTORY)
+
     def reset_error(self) -> None:
         """Forget a failed start so that the next :meth:`ensure` retries."""
         self.error = None
+
+    @staticmethod
+    def _schedule_kwargs(observer: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"recursive": False}
+        if "event_filter" in inspect.signature(observer.schedule).parameters:
+            kwargs["event_filter"] = _event_filter()
+        return kwargs
 
     def _start(self, ident: tuple[int, int]) -> bool:
         from watchdog.events import FileSystemEventHandler
@@ -297,15 +354,13 @@ class Watcher:
         watcher = self
 
         class _Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:  # noqa: D401 - watchdog callback
+            def on_any_event(self, event: Any) -> None:
                 watcher._on_event(event)
 
         observer = Observer()
-        kwargs: dict[str, Any] = {"recursive": True}
-        if "event_filter" in inspect.signature(observer.schedule).parameters:
-            kwargs["event_filter"] = _event_filter()
+        handler = _Handler()
         try:
-            observer.schedule(_Handler(), str(self.manifest_dir), **kwargs)
+            observer.schedule(handler, str(self.manifest_dir), **self._schedule_kwargs(observer))
             observer.daemon = True
             observer.start()
         except OSError as exc:
@@ -320,12 +375,18 @@ class Watcher:
             return False
         self.error = None
         self._observer = observer
+        self._handler = handler
+        self._parked_watch = None
+        self.parked_identity = None
         self.identity = ident
         self.generation += 1
+        self._ensure_parked(announce=False)  # a new main watch is followed by a full rescan anyway
         return True
 
     def _stop_observer(self) -> None:
         obs, self._observer = self._observer, None
+        self._parked_watch = None
+        self.parked_identity = None
         if obs is None:
             return
         try:
@@ -338,6 +399,11 @@ class Watcher:
     def watching(self) -> bool:
         """True while an inotify watch is in place."""
         return self._observer is not None
+
+    @property
+    def watching_parked(self) -> bool:
+        """True while ``.staticpodd/parked/`` is watched too."""
+        return self._parked_watch is not None
 
     def stop(self) -> None:
         """Stop watching (main thread)."""

@@ -106,6 +106,33 @@ def test_the_watcher_turns_real_writes_into_hints_and_ignores_its_own_reads(tmp_
         hints.close()
 
 
+def test_parked_is_watched_once_it_exists_and_subtrees_never(tmp_path):
+    mdir = tmp_path / "manifests"
+    (mdir / "apps").mkdir(parents=True)
+    hints = Hints(debounce=0)
+    w = Watcher(mdir, hints)
+    try:
+        assert w.ensure() == "started" and not w.watching_parked
+        (mdir / ".staticpodd/parked").mkdir(parents=True)
+        assert w.ensure() is None and w.watching_parked
+        assert DIRECTORY in hints.take_all()  # a new parked/ watch asks for a rescan
+        (mdir / "apps/web.yaml").write_text("w")  # never read by the kubelet: no watch, no hint
+        (mdir / ".staticpodd/parked/etcd.yaml").write_text("p")
+        wait_until(lambda: Hint("parked", "etcd.yaml") in hints.take_all(), timeout=10)
+        assert [h for h in hints.take_all() if h.name == "web.yaml"] == []
+        # parked/ removed and made again: the watch follows
+        os.unlink(mdir / ".staticpodd/parked/etcd.yaml")
+        (mdir / ".staticpodd/parked").rmdir()
+        wait_until(lambda: (w.ensure(), not w.watching_parked)[1], timeout=10)
+        (mdir / ".staticpodd/parked").mkdir()
+        assert w.ensure() is None and w.watching_parked
+        (mdir / ".staticpodd/parked/kube-scheduler.yaml").write_text("s")
+        wait_until(lambda: Hint("parked", "kube-scheduler.yaml") in hints.take_all(), timeout=10)
+    finally:
+        w.stop()
+        hints.close()
+
+
 def test_the_watcher_notices_a_replaced_and_a_missing_directory(tmp_path):
     mdir = tmp_path / "manifests"
     mdir.mkdir()
