@@ -377,7 +377,7 @@ class Daemon:
                 return EXIT_OK  # stopped while waiting for the lock
         except StaticpodError as exc:
             self._say(f"cannot start: {exc}")
-            self.log(Event.DIRECTORY_PROBLEM, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
+            self.log(Event.DAEMON_START_FAILED, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
             self._shutdown(status=f"failed: {exc}")
             return exc.exit_status if exc.exit_status != EXIT_OK else EXIT_FAILURE
         self.state = "running"
@@ -611,7 +611,7 @@ class Daemon:
                     scope = None if not busy else sorted(self._all_names() - busy)
                 else:
                     scope = names
-                changes = self.engine.scan(scope, validate=True)
+                changes = self.engine.scan(scope, validate=True, log=False)
                 plan = plan_changes(changes, self.config)
                 self._track_changes(changes)
                 if full or names or changes:
@@ -808,7 +808,7 @@ class Daemon:
                         "message": f"the park of {a.target} expired but unpark failed: {exc.message}",
                     }
                     self.log(
-                        Event.PARK_EXPIRED,
+                        Event.POLICY_ACTION_FAILED,
                         f"the park of {a.target} expired but unpark failed: {exc.message}",
                         priority=ERR,
                         component=a.target,
@@ -816,7 +816,7 @@ class Daemon:
                     )
                 else:
                     self.log(
-                        Event.DIRECTORY_PROBLEM,
+                        Event.POLICY_ACTION_FAILED,
                         f"{a.verb} of {a.target} failed: {exc.message}",
                         priority=ERR,
                         component=a.target,

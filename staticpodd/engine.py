@@ -471,13 +471,14 @@ class Engine:
 
     # -- drift / scan ---------------------------------------------------------------------------
 
-    def scan(self, names: Iterable[str] | None = None, *, validate: bool = False) -> list[Change]:
+    def scan(self, names: Iterable[str] | None = None, *, validate: bool = False, log: bool = True) -> list[Change]:
         """Compare the directory (live files and parked copies) with the last observed state and
         record every difference as the work of someone else (actor ``external``).
 
         ``names``: file names to look at (default: everything). New bytes become versions
         (action ``external``); removals, moves and mode changes become events. With ``validate``,
         new live bytes are run through the gate and the verdict is returned in each Change.
+        ``log=False``: do not journal DRIFT_RECORDED (the daemon logs its own EXTERNAL_* entries).
         Caller must hold the lock (``with engine.locked()``). Returns the changes, in file order.
         """
         store = self.store
@@ -554,7 +555,9 @@ class Engine:
                 if validate and loc == "live":
                     ch.valid, ch.findings = self._verdict(st.data, str(self.layout.manifest_dir / fn), comp)
                 changes.append(ch)
-                if adopting:
+                if not log:
+                    pass
+                elif adopting:
                     self._log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
                               component=comp, file_name=fn, version=version, digest=digest, kind=kind,
                               location=loc, actor=EXTERNAL)
@@ -578,11 +581,19 @@ class Engine:
                                    details={"location": loc, "digest": obs.digest})
                 store.clear_observed(key)
                 changes.append(Change(comp, fn, loc, kind, obs.digest))
-                self._log(
-                    Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
-                    component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
-                )
+                if log:
+                    self._log(
+                        Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
+                        component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
+                    )
         return changes
+
+    def _scan_before_change(self, file_name: str) -> None:
+        """Record drift before a change: of this component's files; of everything on first contact
+        (a fresh store adopts the whole directory). Other components' files are the daemon's to
+        record once their writers are done (a CLI scan could catch them half-written)."""
+        first_contact = not self.store.components()
+        self.scan(None if first_contact else [file_name])
 
     def _verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
         from .validate import has_errors, validate_bytes
@@ -758,7 +769,7 @@ class Engine:
         target = self._target_for_apply(source, component)
         fn, comp = target.file_name, target.component
         if not check:
-            self.scan()
+            self._scan_before_change(fn)
             target = self.resolve(fn) if (target.live or target.parked) else target
         loc = "parked" if target.parked and not target.live else "live"
         cur = self._state_at(loc, fn) if target.location else None
@@ -937,7 +948,7 @@ class Engine:
         with self.locked():
             fsops.ensure_private_dirs(self.layout)
             target = self.resolve(name, allow_recorded=False)
-            self.scan()
+            self._scan_before_change(target.file_name)
             target = self.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
             if not target.live:
@@ -997,7 +1008,7 @@ class Engine:
         """
         with self.locked():
             target = self.resolve(name, allow_recorded=False)
-            self.scan()
+            self._scan_before_change(target.file_name)
             target = self.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
             if not target.parked:

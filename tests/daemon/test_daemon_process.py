@@ -508,11 +508,11 @@ def test_an_expired_park_that_cannot_be_undone_is_reported_once_not_retried_in_a
     parked = (mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes()
     (mdir / "kube-scheduler.yaml").write_bytes(parked + b"# written back by kubeadm\n")
     wait_journal(root, "PARK_BROKEN", lambda e: e.get("COMPONENT") == "kube-scheduler")
-    failed = wait_journal(root, "PARK_EXPIRED", lambda e: e.get("PRIORITY") == "3", timeout=20)
+    failed = wait_journal(root, "POLICY_ACTION_FAILED", lambda e: e.get("PRIORITY") == "3", timeout=20)
     assert failed["ERROR"] == "live-file-exists"
     wait_until(lambda: any(p["code"] == "park-expired-unpark-failed" for p in d.heartbeat().get("problems", [])))
     time.sleep(3)  # three more rescans: no new attempt, no new entry
-    assert len([e for e in journal(root, "PARK_EXPIRED") if e.get("PRIORITY") == "3"]) == 1
+    assert len([e for e in journal(root, "POLICY_ACTION_FAILED") if e.get("PRIORITY") == "3"]) == 1
     assert (mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes() == parked  # nothing lost
 
 
