@@ -38,6 +38,13 @@ def stray_reason(name: str) -> str | None:
     temp files (``.tmp1234``), and scripts or documents (any other extension).
     Source: KUBELET.md "Which files are pods" (no extension filter).
     """
+    from staticpodd.cmpatterns import identify
+
+    left = identify(name)
+    if left is not None and left.pattern.kubelet_reads:
+        of = f" of {left.target}" if left.target else ""
+        tool = left.pattern.tool.capitalize()
+        return f"{'an' if tool[0] in 'AEIOU' else 'a'} {tool} {left.pattern.kind}{of}"
     if name.isdigit():
         return "an editor's probe/temp file (vim writes '4913')"
     if name.startswith("#") or _STRAY.search(name):
@@ -46,6 +53,18 @@ def stray_reason(name: str) -> str | None:
     if dot and base and not _MANIFEST_EXT.search(name):
         return f"not a manifest by its name (.{ext})"
     return None
+
+
+def _stray_hint(name: str) -> str:
+    """What to do about a stray: the tool-specific fix for a known config-management leftover
+    (Ansible ``backup: yes``, Puppet's non-dot temp files; :mod:`staticpodd.cmpatterns`)."""
+    from staticpodd.cmpatterns import identify
+
+    left = identify(name)
+    hint = "move it out of the directory or give it a dot-name"
+    if left is not None and left.pattern.kubelet_reads:
+        hint += f"; then stop it coming back: {left.pattern.advice}"
+    return hint
 
 
 def read_file_findings(p: Path, display: str, options: Options, validate: ValidateFn) -> list[Finding]:
@@ -293,7 +312,7 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn) -> 
                     None,
                     f"stray file ({why}): the kubelet reads every non-dot file here as a pod, "
                     "whatever its name" + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
-                    "move it out of the directory or give it a dot-name",
+                    _stray_hint(name),
                 )
             )
         elif not is_pod and not any(
