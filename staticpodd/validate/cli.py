@@ -119,7 +119,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
                 "summary": {"errors": errors, "warnings": warnings},
             },
             out,
-            indent=2,
+            separators=(",", ":"),
         )
         out.write("\n")
     else:
@@ -143,7 +143,7 @@ def _usage(out: IO[str], as_json: bool, message: str) -> int:
                 "error": {"code": "usage", "message": message},
             },
             out,
-            indent=2,
+            separators=(",", ":"),
         )
         out.write("\n")
     else:
