@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from . import __version__
@@ -24,10 +23,12 @@ from .errors import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
+    ConfigError,
     InvalidManifest,
     StaticpodError,
     UsageError,
 )
+from .termsafe import safe
 
 FORMAT_VERSION = 1
 PROG = "staticpodctl"
@@ -68,12 +69,25 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
         help="staticpodd.yaml to read (default <root>/etc/staticpodd/staticpodd.yaml)")
     add("--json", action="store_true", default=False,
         help="print one JSON object on stdout (stable, format_version 1)")
-    add("--lock-timeout", metavar="SECONDS", type=float, default=None,
+    add("--lock-timeout", metavar="SECONDS", type=_seconds, default=None,
         help="how long to wait for another staticpodctl/staticpodd (default: config, else 30)")
 
 
 VERBS = ("status", "park", "unpark", "apply", "edit", "history", "show", "diff", "rollback", "recover",
          "validate", "doctor")
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a finite number of seconds >= 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text!r}")
+    return value
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
@@ -112,22 +126,23 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("component", help="component name (kube-scheduler) or file name")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--for", dest="for_", metavar="DURATION",
-                      help="restore it automatically after DURATION (90s, 30m, 2h; needs the daemon running)")
+                      help="restore it automatically after DURATION (90s, 30m, 2h, 1h30m; a plain number is seconds; "
+                      "the daemon does the restore)")
     when.add_argument("--until", metavar="TIME", help="restore it at TIME (ISO 8601, e.g. 2026-11-30T06:00Z)")
     p.add_argument("--reason", help="why (recorded and logged)")
     wait_args(p, "park")
     p.set_defaults(handler=cmd_park)
 
     p = verb_("unpark", "put a parked component back at the same path, byte-identical")
-    p.add_argument("component")
-    p.add_argument("--reason")
+    p.add_argument("component", help="component name (kube-scheduler) or file name")
+    p.add_argument("--reason", help="why (recorded and logged)")
     wait_args(p, "unpark")
     p.set_defaults(handler=cmd_unpark)
 
     p = verb_("apply", "validate a manifest, record it, and swap it in atomically")
     p.add_argument("file", help="the new manifest (any name; - for stdin, with --as)")
     p.add_argument("--as", dest="as_", metavar="COMPONENT", help="the component it replaces (default: file stem)")
-    p.add_argument("--reason")
+    p.add_argument("--reason", help="why (recorded and logged)")
     p.add_argument("--check", action="store_true", help="change nothing; say what would change")
     p.add_argument("--diff", action="store_true", help="show the diff; alone it changes nothing, like --check")
     p.add_argument("--detailed-exitcode", action="store_true",
@@ -137,8 +152,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_apply)
 
     p = verb_("edit", "edit a component in $VISUAL/$EDITOR on a staged copy; validated before the swap")
-    p.add_argument("component")
-    p.add_argument("--reason")
+    p.add_argument("component", help="component name (kube-apiserver) or file name")
+    p.add_argument("--reason", help="why (recorded and logged)")
     wait_args(p, "edit")
     p.set_defaults(handler=cmd_edit)
 
@@ -158,9 +173,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_diff)
 
     p = verb_("rollback", "put an earlier version back (recorded as a new version)")
-    p.add_argument("component")
-    p.add_argument("--to", type=int, metavar="N", help="version to restore (default: the one before the current)")
-    p.add_argument("--reason")
+    p.add_argument("component", help="component name or file name")
+    p.add_argument("--to", type=int, metavar="N",
+                   help="version to restore (default: the newest version whose bytes differ from the current file)")
+    p.add_argument("--reason", help="why (recorded and logged)")
     p.add_argument("--check", action="store_true", help="change nothing; say what would change")
     wait_args(p, "rollback")
     p.set_defaults(handler=cmd_rollback)
@@ -209,11 +225,11 @@ class Out:
 
     def say(self, text: str = "") -> None:
         if not self.json:
-            print(text)
+            print(safe(text))
 
     def warn(self, text: str) -> None:
         if not self.json:
-            print(text, file=sys.stderr)
+            print(safe(text), file=sys.stderr)
 
     def finish(self, ok: bool = True, **body: Any) -> None:
         if self.json:
@@ -325,12 +341,33 @@ def _load_config(args: argparse.Namespace, layout: Any) -> Any:
     return cfg
 
 
+#: Verbs that go on with default settings (and a warning) when staticpodd.yaml is invalid.
+TOLERATE_BAD_CONFIG = ("status", "history", "show", "diff", "park", "unpark", "recover", "doctor")
+_config_problems: list[StaticpodError] = []
+
+
 def _engine(args: argparse.Namespace) -> Any:
     from .engine import Actor, Engine
     from .journal import Journal
 
     layout = _layout(args)
-    loader: Callable[[], Any] = lambda: _load_config(args, layout)  # noqa: E731
+
+    def loader() -> Any:
+        try:
+            return _load_config(args, layout)
+        except ConfigError as exc:
+            if getattr(args, "command", None) not in TOLERATE_BAD_CONFIG:
+                raise
+            # At 3 a.m. a typo in staticpodd.yaml must not block unpark or status: say so, go on
+            # with the documented defaults. Verbs that validate (apply, edit, rollback) refuse.
+            _config_problems.append(exc)
+            if not getattr(args, "json", False):
+                print(safe(f"{PROG}: warning: ignoring the invalid configuration, using defaults: {exc}"),
+                      file=sys.stderr)
+            from .config import Config
+
+            return Config.default()
+
     lock_timeout = getattr(args, "lock_timeout", None)
     if lock_timeout is None and (getattr(args, "config", None) or layout.config_path.exists()):
         lock_timeout = getattr(loader(), "lock_timeout", None)
@@ -378,7 +415,9 @@ def _heartbeat(layout: Any) -> dict[str, Any]:
         if hb.get("problems"):
             detail += f", {len(hb['problems'])} problem(s)"
     return {"running": alive, "healthy": healthy, "heartbeat_age": round(age, 1), "pid": pid,
-            "detail": detail, "summary": hb.get("summary"), "problems": hb.get("problems") or []}
+            "detail": detail, "summary": hb.get("summary"),
+            # a dead daemon's last problems are history, not the state of the node
+            "problems": (hb.get("problems") or []) if alive else []}
 
 
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
@@ -388,7 +427,7 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
     now = time.time()
     out.say(f"manifest directory: {st['manifest_dir']}")
     out.say(f"daemon: {daemon['detail']}")
-    for prob in daemon.get("problems") or []:
+    for prob in (daemon.get("problems") or []) if daemon["running"] else []:
         out.say(f"  problem: {prob if isinstance(prob, str) else prob.get('message', prob)}")
     if st["interrupted"]:
         out.say(f"interrupted operations: {st['interrupted']} (run: staticpodctl recover)")
@@ -432,7 +471,11 @@ def _parse_until(args: argparse.Namespace) -> float | None:
     from .engine import parse_duration
 
     if getattr(args, "for_", None):
-        return time.time() + parse_duration(args.for_)
+        seconds = parse_duration(args.for_)
+        if seconds <= 0:
+            raise UsageError(f"--for {args.for_}: the park must last longer than 0 s",
+                             hint="e.g. --for 30m (a plain number means seconds)")
+        return time.time() + seconds
     if getattr(args, "until", None):
         from datetime import datetime, timezone
 
@@ -475,9 +518,12 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
     res = eng.park(args.component, until=until, reason=args.reason)
     _result_out(out, res)
     if until is not None:
-        out.say(f"  until {res.park.to_dict()['until']}: the daemon (staticpodd) unparks it then")
-        if not _heartbeat(eng.layout)["running"]:
-            out.warn(f"{PROG}: warning: staticpodd is not running; nothing unparks {res.component} until it starts")
+        when = res.park.to_dict()["until"]
+        if _heartbeat(eng.layout)["running"]:
+            out.say(f"  until {when}: staticpodd unparks it then")
+        else:
+            out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
+                     "until it starts (it then unparks overdue parks at once)")
     out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {res.component}")
     rc = _wait(args, out, eng, "park", res, before=before)
     out.finish(rc == EXIT_OK)
@@ -554,9 +600,6 @@ def cmd_rollback(args: argparse.Namespace, out: Out) -> int:
 
 
 def cmd_edit(args: argparse.Namespace, out: Out) -> int:
-    import shlex
-    import shutil
-    import subprocess
     import tempfile
 
     from .store import digest_of
@@ -572,8 +615,30 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
         fh.write(data)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     interactive = sys.stdin.isatty() and not out.json
+    try:
+        return _edit_loop(args, out, eng, target, data, base, path, workdir, editor, interactive)
+    except KeyboardInterrupt:
+        out.warn(f"{PROG}: interrupted; nothing changed; your copy is kept at {path}")
+        return 130
+
+
+def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: bytes, base: str, path: str,
+               workdir: str, editor: str, interactive: bool) -> int:
+    import shlex
+    import shutil
+    import subprocess
+
     while True:
-        rc = subprocess.call([*shlex.split(editor), path])
+        try:
+            rc = subprocess.call([*shlex.split(editor), path])
+        except (OSError, ValueError) as exc:  # no such editor, or an unparsable $EDITOR
+            raise UsageError(
+                f"cannot run the editor {editor!r}: {getattr(exc, 'strerror', None) or exc}",
+                hint=f"set $VISUAL or $EDITOR to an editor that exists; nothing changed (your copy: {path})",
+            ) from None
+        if not os.path.exists(path):
+            raise UsageError(f"the editor removed {path}; nothing changed",
+                             hint="edit the file in place; do not delete or move it")
         if rc != 0:
             out.warn(f"{PROG}: editor {editor!r} exited with status {rc}; nothing changed (your copy: {path})")
             out.finish(False, error={"code": "editor-failed", "message": f"editor exited with status {rc}",
@@ -591,12 +656,12 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
             res = eng.apply(new, source=path, component=target.file_name, reason=args.reason, action="edit",
                             expect_digest=base)
         except InvalidManifest as exc:
-            for f in exc.findings:
-                if f.severity == "error":
-                    out.warn(_fmt_finding(f))
             if not interactive:
                 out.warn(f"{PROG}: {target.file_name} not changed; your edit is kept at {path}")
                 raise
+            for f in exc.findings:
+                if f.severity == "error":
+                    out.warn(_fmt_finding(f))
             answer = input("What now? (e)dit again, e(x)it without saving [e]: ").strip().lower()
             if answer.startswith("x"):
                 out.warn(f"{PROG}: nothing changed; your edit is kept at {path}")
@@ -691,29 +756,60 @@ def cmd_validate(args: argparse.Namespace, out: Out) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
-    from .validate import has_errors, validate_directory
+    """Everything that can be wrong, in one look: the directory as the kubelet reads it, parks
+    (broken, parked copy missing, overdue), drift, interrupted operations, the configuration,
+    the version store and the daemon. Exit 0 when nothing is wrong, 1 otherwise."""
+    from .validate import validate_directory
 
     eng = _engine(args)
+    eng.config  # load it now, so an invalid configuration is reported below  # noqa: B018
     findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
     st = eng.status()
     daemon = _heartbeat(eng.layout)
-    problems = 0
+    problems: list[dict[str, Any]] = []
+
+    def problem(code: str, message: str, **more: Any) -> None:
+        problems.append({"code": code, "message": message, **more})
+        out.say(f"problem[{code}]: {message}")
+
     for f in findings:
         out.say(_fmt_finding(f))
-    problems += sum(1 for f in findings if f.severity == "error")
+    errors = sum(1 for f in findings if f.severity == "error")
+    now = time.time()
+    for r in st["components"]:
+        p = r["parked"]
+        if r.get("park_broken"):
+            problem("park-broken", f"{r['component']} is parked but {r['file_name']} is live again: "
+                    "the kubelet runs it", component=r["component"])
+        if r["state"] == "missing":
+            problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
+                    f"(its bytes are in history: {PROG} history {r['component']})", component=r["component"])
+        if p and p.get("until"):
+            from datetime import datetime, timezone
+
+            until = datetime.strptime(p["until"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+            if until < now - 60:
+                problem("park-overdue", f"{r['component']} should have been unparked at {p['until']} "
+                        "(is staticpodd running?)", component=r["component"])
+        if r["drift"] and r["version"] is not None and r["state"] != "missing":
+            problem("drift", f"{r['file_name']} differs from its newest recorded version "
+                    f"(see: {PROG} diff {r['component']})", component=r["component"])
     if st["interrupted"]:
-        out.say(f"interrupted operations: {st['interrupted']} (run: {PROG} recover)")
-        problems += 1
+        problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
+    for exc in _config_problems:
+        problem("config-invalid", str(exc))
     out.say(f"daemon: {daemon['detail']}")
+    if daemon["running"] and not daemon["healthy"]:
+        problem("daemon-unhealthy", daemon["detail"])  # not running at all is allowed: the CLI works alone
     integrity = "ok"
     if eng.layout.db_path.exists():
         integrity = eng.store._db.execute("PRAGMA integrity_check").fetchone()[0]
     out.say(f"version store: {integrity}")
     if integrity != "ok":
-        problems += 1
-    ok = problems == 0 and not has_errors(findings)
-    out.say("no problems found" if ok else f"{problems} problem(s) found")
-    out.finish(ok, findings=[f.to_dict() for f in findings], daemon=daemon, store=integrity,
+        problem("store-corrupt", f"version store integrity check: {integrity}")
+    ok = errors == 0 and not problems
+    out.say("no problems found" if ok else f"{errors + len(problems)} problem(s) found")
+    out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
                interrupted=st["interrupted"])
     return EXIT_OK if ok else EXIT_FAILURE
 
@@ -727,12 +823,12 @@ def _report_error(out: Out, exc: StaticpodError) -> None:
         return
     if isinstance(exc, InvalidManifest) and exc.findings:
         for f in exc.findings:
-            print(_fmt_finding(f), file=sys.stderr)
-        print(f"{PROG}: {exc.message}; nothing was changed", file=sys.stderr)
+            print(safe(_fmt_finding(f)), file=sys.stderr)
+        print(safe(f"{PROG}: {exc.message}; nothing was changed"), file=sys.stderr)
         return
-    print(f"{PROG}: error: {exc}", file=sys.stderr)
+    print(safe(f"{PROG}: error: {exc}"), file=sys.stderr)
     if exc.hint:
-        print(f"  hint: {exc.hint}", file=sys.stderr)
+        print(safe(f"  hint: {exc.hint}"), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -742,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = next((a for a in argv if a in VERBS), None)
     parser = build_parser(chosen or "")
     args = parser.parse_args(argv)
+    if _Parser.json_mode:
+        args.json = True
     out = Out(args)
     try:
         return int(args.handler(args, out))
@@ -751,6 +849,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
+        import traceback
+
+        traceback.print_exc()
+        if out.json:
+            out.finish(False, error={"code": "internal", "message": f"internal error: {exc!r}",
+                                     "hint": "please report this with the traceback on stderr"})
+        return EXIT_FAILURE
     except BrokenPipeError:
         return EXIT_OK
 

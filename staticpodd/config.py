@@ -300,6 +300,18 @@ def load_config(
         raise ConfigError(f"configuration file is not UTF-8 (byte {exc.start})", path=str(file)) from exc
 
     try:
+        # Anchors and aliases have no use in this file, and a self-referencing alias would send
+        # the key checks below round in circles: refuse them before composing the document.
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                mark = event.start_mark
+                raise ConfigError(
+                    "YAML anchors and aliases (&name, *name) are not allowed in the configuration",
+                    path=str(file),
+                    line=mark.line + 1,
+                    column=mark.column + 1,
+                    hint="write each value out in full",
+                )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         _check_duplicate_keys(node, file)
         data = yaml.safe_load(text)

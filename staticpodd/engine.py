@@ -248,6 +248,7 @@ class Engine:
         Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
         ``lock_timeout``, default 30).
         """
+        self.check_manifest_dir()
         timeout = self._lock_timeout
         if timeout is None:
             timeout = DEFAULT_TIMEOUT
@@ -259,6 +260,18 @@ class Engine:
             yield
         finally:
             self._lock.release()
+
+    def check_manifest_dir(self) -> None:
+        """Raise FsError unless the manifest directory exists and is a directory (a typo in
+        ``--root`` or ``staticPodPath`` must not look like an empty node)."""
+        mdir = self.layout.manifest_dir
+        if not mdir.is_dir():
+            what = "is not a directory" if mdir.exists() else "does not exist"
+            raise FsError(
+                f"the manifest directory {what}",
+                path=str(mdir),
+                hint="check --root / --manifest-dir, or staticPodPath in <root>/var/lib/kubelet/config.yaml",
+            )
 
     def _log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
         fields.setdefault("actor", str(self.actor))
@@ -499,6 +512,8 @@ class Engine:
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
             if wanted is not None and fn not in wanted:
                 continue
+            if self._too_large(key, loc, fn, observed, changes):
+                continue
             try:
                 actual[key] = self._state_at(loc, fn)
             except FsError:
@@ -594,6 +609,28 @@ class Engine:
         record once their writers are done (a CLI scan could catch them half-written)."""
         first_contact = not self.store.components()
         self.scan(None if first_contact else [file_name])
+
+    def _too_large(self, key: str, loc: str, fn: str, observed: dict[str, Observed], changes: list[Change]) -> bool:
+        """A file over the kubelet's 10 MB cap (KUBELET.md "Which files are pods") is never read
+        into the store: it is recorded once as a ``too-large`` event (size only). Returns True
+        when the file was handled so."""
+        try:
+            size = os.stat(self._path(loc, fn)).st_size
+        except OSError:
+            return False
+        if size <= fsops.KUBELET_MAX_BYTES:
+            return False
+        marker = f"too-large:{size}"
+        obs = observed.get(key)
+        if obs is None or obs.digest != marker:
+            comp = component_of(fn)
+            self.store.record_event("too-large", component=comp, file_name=fn, actor=EXTERNAL,
+                                    details={"location": loc, "size": size})
+            self.store.set_observed(Observed(comp, fn, loc, marker, None, None, None))
+            changes.append(Change(comp, fn, loc, "too-large", None))
+            self._log(Event.DRIFT_RECORDED, f"{fn}: {size} bytes, over the kubelet's 10 MB limit; not recorded",
+                      priority=WARNING, component=comp, file_name=fn, kind="too-large", size=size, actor=EXTERNAL)
+        return True
 
     def _verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
         from .validate import has_errors, validate_bytes
@@ -704,6 +741,17 @@ class Engine:
         self.store.clear_observed(f"parked/{fn}")
         self._set_observed(comp, fn, "live", v.digest, st)
         return v
+
+    def _moved_or_undo(self, intent: int, src: Path, dst: Path) -> None:
+        """Rename src -> dst (never replacing); when the rename fails, nothing moved: drop the
+        intent so no interrupted operation is left behind, and say nothing was changed."""
+        try:
+            fsops.move_noreplace(src, dst)
+        except (FsError, LiveFileExists) as exc:
+            if src.exists() and not (dst.exists() and os.path.samefile(src, dst)):
+                self.store.end_intent(intent)
+                exc.message += "; nothing was changed"
+            raise
 
     def _intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
         return {"file_name": fn, "actor": self.actor.name, "actor_via": self.actor.via, "reason": reason}
@@ -827,7 +875,14 @@ class Engine:
         intent = self.store.begin_intent("swap", comp, payload)
         fsops.crashpoint("swap:intent")
         dst = self._path(loc, fn)
-        fsops.replace(staged, dst)
+        try:
+            fsops.replace(staged, dst)
+        except FsError as exc:
+            if not dst.exists() or digest_of(dst.read_bytes()) != new_digest:
+                fsops.remove(staged)
+                self.store.end_intent(intent)
+                exc.message += "; nothing was changed"
+            raise
         fsops.crashpoint("swap:renamed")
         st = fsops.read_state(dst)
         assert st is not None
@@ -960,6 +1015,7 @@ class Engine:
                     ) + (f" ({rec.reason})" if rec.reason else "")
                 raise AlreadyParked(f"{comp} is already parked{detail}",
                                     hint=f"bring it back with: staticpodctl unpark {comp}")
+            replaced_note = ""
             if target.parked:
                 old = self._state_at("parked", fn)
                 if old is not None and self.store.knows_digest(comp, digest_of(old.data)):
@@ -967,6 +1023,8 @@ class Engine:
                     self.store.clear_observed(f"parked/{fn}")
                     self.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
                                             actor=self.actor.name, details={"digest": digest_of(old.data)})
+                    replaced_note = (f"; the older parked copy ({digest_of(old.data)[:12]}) was replaced "
+                                     f"(its bytes stay in history: staticpodctl history {comp})")
                 else:
                     raise Conflict(
                         f"a parked copy of {fn} exists that is not recorded",
@@ -975,13 +1033,30 @@ class Engine:
                     )
             st = self._state_at("live", fn)
             assert st is not None
+            if st.is_symlink:
+                raise Conflict(
+                    f"{fn} is a symlink (to {os.readlink(self._path('live', fn))}); parking would move the link, "
+                    "not the manifest, and a relative link would dangle while parked",
+                    path=str(self._path("live", fn)),
+                    hint="replace the link with a regular file (cp --remove-destination TARGET LINK), then park",
+                )
+            ident = self.pod_identity(st.data)
+            twins = [o for o in self.live_names() if o != fn and ident is not None
+                     and (o_st := self._state_at("live", o)) is not None and self.pod_identity(o_st.data) == ident]
+            if twins:
+                raise Conflict(
+                    f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
+                    f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
+                    path=str(self._path("live", twins[-1])),
+                    hint=f"move the other file(s) out of the directory first (a leftover backup?), then park {comp}",
+                )
             digest = digest_of(st.data)
             self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
             payload = self._intent_base(fn, reason)
             payload.update(digest=digest, until=until)
             intent = self.store.begin_intent("park", comp, payload)
             fsops.crashpoint("park:intent")
-            fsops.move_noreplace(self._path("live", fn), self._path("parked", fn))
+            self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn))
             fsops.crashpoint("park:renamed")
             pst = self._state_at("parked", fn)
             assert pst is not None
@@ -996,8 +1071,8 @@ class Engine:
             )
             self._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
                         digest=digest)
-            return Result("park", comp, fn, True, f"{comp}: parked {fn}", location="parked", version=version,
-                          digest=digest, park=rec)
+            return Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}", location="parked",
+                          version=version, digest=digest, park=rec)
 
     def unpark(self, name: str, *, reason: str | None = None) -> Result:
         """Put a parked component back at the same path, byte-identical, never over a live file.
@@ -1042,7 +1117,7 @@ class Engine:
             payload.update(digest=digest)
             intent = self.store.begin_intent("unpark", comp, payload)
             fsops.crashpoint("unpark:intent")
-            fsops.move_noreplace(self._path("parked", fn), self._path("live", fn))
+            self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn))
             fsops.crashpoint("unpark:renamed")
             st = self._state_at("live", fn)
             assert st is not None
@@ -1142,6 +1217,7 @@ class Engine:
         of its current bytes, drift, park record, plus interrupted operations. Read-only: takes no
         lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
         """
+        self.check_manifest_dir()
         have_store = self.layout.db_path.exists()
         store = self.store if have_store else None
         live = self.live_names()

@@ -35,6 +35,10 @@ NEW_FILE_GID = 0
 
 STAGING_PREFIX = "stage-"
 
+#: The kubelet refuses files over 10 MB (``maxConfigLength``; KUBELET.md "Which files are pods"):
+#: such files are never copied into the version store.
+KUBELET_MAX_BYTES = 10 * 1024 * 1024
+
 _CRASHPOINT = os.environ.get("STATICPODD_TEST_CRASHPOINT")
 
 

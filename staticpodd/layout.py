@@ -25,10 +25,13 @@ PRIVATE_DIRNAME = ".staticpodd"
 DEFAULT_MANIFEST_DIR = "/etc/kubernetes/manifests"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
+# A plain scalar here must not start with a YAML indicator ([ { | > & * ! % @ ` , ? : -) and must
+# not be a null (~, null); anything else falls back to a real YAML parse.
 _STATIC_POD_PATH_RE = re.compile(
-    r"""^staticPodPath:[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|([^\s#'"][^#\n]*?))[ \t]*(?:\#.*)?$""",
+    r"""^staticPodPath:[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|([^\s#'"\[\]{}|>&*!%@`,?:~-][^#\n]*?))[ \t]*(?:\#.*)?$""",
     re.MULTILINE,
 )
+_YAML_NULLS = ("null", "Null", "NULL", "~", "")
 
 
 def component_of(file_name: str) -> str:
@@ -67,7 +70,7 @@ def read_static_pod_path(kubelet_config: Path) -> str | None:
     except OSError as exc:
         raise ConfigError(f"cannot read kubelet config: {exc.strerror}", path=str(kubelet_config)) from exc
     m = _STATIC_POD_PATH_RE.search(text)
-    if m:
+    if m and m.group(3) not in _YAML_NULLS:
         value = next(g for g in m.groups() if g is not None).strip()
         return value or None
     if "staticPodPath" not in text:

@@ -524,7 +524,8 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
         raise DecodeProblem(
             "too-large",
             f"file is {len(data)} bytes, over the {max_bytes}-byte limit{kubelet}",
-            hint="a static pod manifest is a few KB; raise max_bytes only if this is really a manifest",
+            hint="a static pod manifest is a few KB; raise max_manifest_bytes in staticpodd.yaml only if this "
+            "is really a manifest",
         )
     try:
         text = data.decode("utf-8")

@@ -43,6 +43,7 @@ from typing import Any
 from .errors import StoreError, UnknownVersion
 
 SCHEMA_VERSION = 2
+_INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
 #: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
 ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore")
@@ -332,7 +333,7 @@ class VersionStore:
 
     def get(self, component: str, seq: int) -> Version:
         """Version ``seq`` of ``component``. Raises UnknownVersion."""
-        row = self._db.execute(
+        row = None if not 1 <= seq <= _INT64_MAX else self._db.execute(
             f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? AND seq = ?", (component, seq)
         ).fetchone()
         if row is None:
@@ -347,7 +348,7 @@ class VersionStore:
         """Versions of ``component``, oldest first (the newest ``limit`` when given)."""
         rows = self._db.execute(
             f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT ?",
-            (component, -1 if limit is None else limit),
+            (component, -1 if limit is None or limit > _INT64_MAX else max(limit, 0)),
         ).fetchall()
         return [Version(*r) for r in reversed(rows)]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from staticpodd.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from staticpodd.termsafe import safe
 
 
 def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -124,7 +125,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         out.write("\n")
     else:
         for f in findings:
-            out.write(f.format() + "\n")
+            out.write(safe(f.format()) + "\n")
         noun = "path" if len(files) == 1 else "paths"
         out.write(
             f"{len(files)} {noun} checked against Kubernetes {version}: "
@@ -147,7 +148,7 @@ def _usage(out: IO[str], as_json: bool, message: str) -> int:
         )
         out.write("\n")
     else:
-        sys.stderr.write(f"staticpodctl validate: {message}\n")
+        sys.stderr.write(safe(f"staticpodctl validate: {message}") + "\n")
     return EXIT_USAGE
 
 

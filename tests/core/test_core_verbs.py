@@ -356,3 +356,65 @@ def test_a_bad_config_is_refused_naming_the_key(sandbox, ctl, tmp_path) -> None:
     err = r.json()["error"]
     assert err["code"] == "config-invalid" and "lock_timeout" in err["message"]
     assert sandbox.visible() == []
+
+
+def test_park_refuses_when_another_file_would_keep_the_pod_running(kubeadm, ctl) -> None:
+    (kubeadm.manifests / "kube-scheduler.yaml.bak").write_bytes((kubeadm.manifests / SCHED).read_bytes())
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 4
+    err = r.json()["error"]
+    assert err["code"] == "conflict" and "kube-scheduler.yaml.bak" in err["message"]
+    assert "would not stop the pod" in err["message"]
+    assert SCHED in kubeadm.visible()
+
+
+def test_a_missing_or_mistyped_manifest_directory_is_an_error_not_an_empty_node(tmp_path, ctl) -> None:
+    root = tmp_path / "no-such-node"
+    for argv in (("status", "--json"), ("park", "kube-scheduler", "--json")):
+        r = ctl(*argv, root=root)
+        assert r.rc == 1 and r.json()["error"]["code"] == "fs-error"
+        assert "does not exist" in r.json()["error"]["message"]
+    assert not (root / "run").exists()
+
+
+def test_a_park_for_zero_seconds_is_a_usage_error(kubeadm, ctl) -> None:
+    r = ctl("park", "kube-scheduler", "--for", "0s", "--json")
+    assert r.rc == 2 and r.json()["error"]["code"] == "usage"
+    assert SCHED in kubeadm.visible()
+
+
+def test_an_invalid_config_does_not_block_status_or_unpark_but_blocks_apply(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    cfg = kubeadm.root / "etc/staticpodd/staticpodd.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("on_stray: quarantin\n")
+    st = ctl("status")
+    assert st.rc == 0 and "ignoring the invalid configuration" in st.err
+    assert ctl("unpark", "kube-scheduler").rc == 0
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.manifests / SCHED).read_bytes() + b"# x\n")
+    assert ctl("apply", str(src), "--json").rc == 78
+    doc = ctl("doctor", "--json")
+    assert doc.rc == 1 and any(p["code"] == "config-invalid" for p in doc.json()["problems"])
+
+
+def test_doctor_reports_a_broken_park(kubeadm, ctl) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    (kubeadm.parked / SCHED).rename(kubeadm.manifests / SCHED)  # by hand, behind our back... kept as a copy:
+    (kubeadm.parked / SCHED).write_bytes((kubeadm.manifests / SCHED).read_bytes())
+    r = ctl("doctor", "--json")
+    assert r.rc == 1
+    assert any(p["code"] == "park-broken" for p in r.json()["problems"])
+
+
+def test_a_top_level_json_flag_counts_for_validate(kubeadm, ctl) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from staticpodd import cli
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = cli.main(["--json", "validate", str(kubeadm.manifests), "--root", str(kubeadm.root)])
+    assert rc == 0
+    assert json.loads(buf.getvalue().strip().splitlines()[-1])["command"] == "validate"
