@@ -346,7 +346,8 @@ def load_config(
             line=mark.line + 1 if mark else None,
             column=mark.column + 1 if mark else None,
             field=field_name,
-            hint="see schemas/staticpodd.example.yaml for every key and its default",
+            hint="every key and its default: /usr/share/doc/staticpodd/examples/staticpodd.example.yaml "
+            "(packages) or schemas/staticpodd.example.yaml (source)",
             details={"problems": [_describe(e)[0] for e in errors]},
         )
     return Config.from_dict(data, source=str(file), digest=digest)

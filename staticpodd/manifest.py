@@ -544,7 +544,20 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
         nodes = _compose_all(text)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
-    except yaml.YAMLError as exc:  # pragma: no cover - unmarked reader errors
+    except yaml.reader.ReaderError as exc:  # a control character (NUL, ESC …): PyYAML gives a position only
+        pos = exc.position
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise DecodeProblem(
+            "yaml-syntax",
+            f"control character U+{char:04X} is not allowed in YAML; "
+            "the kubelet cannot parse this file and drops its pod at the next resync",
+            line=line,
+            column=col,
+            hint="remove the character (a binary or corrupted file?)",
+        ) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - other unmarked errors
         raise DecodeProblem("yaml-syntax", str(exc)) from None
     if not nodes:
         return Decoded(None, {}, 0)
