@@ -237,23 +237,9 @@ class Out:
             _emit_json({"format_version": FORMAT_VERSION, "command": self.command, "ok": ok, **self.body})
 
 
-def _fmt_finding(f: Any) -> str:
-    loc = f.path
-    if f.line is not None:
-        loc += f":{f.line}"
-        if f.column is not None:
-            loc += f":{f.column}"
-    text = f"{loc}: {f.severity}[{f.code}]: {f.message}"
-    if f.field:
-        text += f" [{f.field}]"
-    if f.hint:
-        text += f"\n    hint: {f.hint}"
-    return text
-
-
 def _print_warnings(out: Out, warnings: list[Any]) -> None:
     for w in warnings:
-        out.warn(_fmt_finding(w))
+        out.warn(w.format())
 
 
 def _ago(seconds: float) -> str:
@@ -661,7 +647,7 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
                 raise
             for f in exc.findings:
                 if f.severity == "error":
-                    out.warn(_fmt_finding(f))
+                    out.warn(f.format())
             answer = input("What now? (e)dit again, e(x)it without saving [e]: ").strip().lower()
             if answer.startswith("x"):
                 out.warn(f"{PROG}: nothing changed; your edit is kept at {path}")
@@ -773,7 +759,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
         out.say(f"problem[{code}]: {message}")
 
     for f in findings:
-        out.say(_fmt_finding(f))
+        out.say(f.format())
     errors = sum(1 for f in findings if f.severity == "error")
     now = time.time()
     for r in st["components"]:
@@ -823,7 +809,7 @@ def _report_error(out: Out, exc: StaticpodError) -> None:
         return
     if isinstance(exc, InvalidManifest) and exc.findings:
         for f in exc.findings:
-            print(safe(_fmt_finding(f)), file=sys.stderr)
+            print(safe(f.format()), file=sys.stderr)
         print(safe(f"{PROG}: {exc.message}; nothing was changed"), file=sys.stderr)
         return
     print(safe(f"{PROG}: error: {exc}"), file=sys.stderr)

@@ -158,18 +158,28 @@ class Result:
         return out
 
 
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
 def parse_duration(text: str) -> float:
-    """``90s``, ``30m``, ``2h``, ``1h30m``, ``1d``, or plain seconds -> seconds. Raises UsageError."""
+    """``90s``, ``30m``, ``1h30m``, ``1.5m``, ``500ms``, ``1d``, or bare seconds ``300`` -> seconds.
+
+    Raises UsageError naming the text. (Zero is allowed here; callers that need more say so.)
+    """
     import re
 
-    t = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", t):
+    t = str(text).strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d*)?", t):
         return float(t)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", t)
-    if not parts or "".join(n + u for n, u in parts) != t:
+    pos, value = 0, 0.0
+    for m in re.finditer(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)", t):
+        if m.start() != pos:
+            break
+        value += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    if not t or pos != len(t):
         raise UsageError(f"cannot read duration {text!r}", hint="use e.g. 90s, 30m, 2h, 1h30m or 1d")
-    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    return sum(float(n) * scale[u] for n, u in parts)
+    return value
 
 
 def unified_diff(a: bytes | None, b: bytes | None, label_a: str, label_b: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,8 +14,6 @@ if TYPE_CHECKING:
 #: kubeadm's wait for a static pod after an upgrade (5 minutes).
 DEFAULT_WAIT_TIMEOUT = 300.0
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
 
 ROLLBACK_VERBS = ("apply", "edit", "rollback")
 
@@ -25,25 +22,21 @@ WAIT_DEFAULT = "default"
 
 
 def parse_duration(text: str) -> float:
-    """``90s``, ``5m``, ``1h30m``, ``1.5m``, ``500ms`` or bare seconds ``300`` -> seconds (float).
+    """``90s``, ``5m``, ``1h30m``, ``1.5m``, ``500ms`` or bare seconds ``300`` -> seconds (float),
+    read by :func:`staticpodd.engine.parse_duration`, and more than zero.
 
     Raises argparse.ArgumentTypeError (argparse prints it as a usage error, exit 2).
     """
-    s = str(text).strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d*)?", s):
-        value = float(s)
-    else:
-        pos, value = 0, 0.0
-        for m in _PART.finditer(s):
-            if m.start() != pos:
-                break
-            value += float(m.group(1)) * _UNITS[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s:
-            raise argparse.ArgumentTypeError(
-                f"invalid duration {text!r}: use e.g. 90s, 5m, 1h30m; to name a component after "
-                "--wait write --wait=5m or put --wait after the component"
-            )
+    from ..engine import parse_duration as read_duration
+    from ..errors import UsageError
+
+    try:
+        value = read_duration(text)
+    except UsageError:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: use e.g. 90s, 5m, 1h30m; to name a component after "
+            "--wait write --wait=5m or put --wait after the component"
+        ) from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must be more than zero")
     return value
