@@ -224,7 +224,11 @@ class Watcher:
 
     def __init__(self, manifest_dir: Path, hints: Hints) -> None:
         self.manifest_dir = Path(manifest_dir)
-        self.parked_dir = self.manifest_dir / PRIVATE_DIRNAME / "parked"
+        #: The directory actually watched: ``manifest_dir`` with every symlink resolved. inotify
+        #: (watchdog adds IN_DONT_FOLLOW) would watch a symlink itself, not the directory the
+        #: kubelet reads through it (KUBELET.md "Which files are pods": symlinks are followed).
+        self.watched_dir = Path(os.path.realpath(self.manifest_dir))
+        self.parked_dir = self.watched_dir / PRIVATE_DIRNAME / "parked"
         self.hints = hints
         self.identity: tuple[int, int] | None = None
         self.parked_identity: tuple[int, int] | None = None
@@ -240,7 +244,7 @@ class Watcher:
         etype = getattr(event, "event_type", "")
         if etype not in _INTERESTING:
             return
-        root = str(self.manifest_dir)
+        root = str(self.watched_dir)
         paths = [event.src_path]
         if etype == "moved":
             paths.append(getattr(event, "dest_path", ""))
@@ -273,8 +277,12 @@ class Watcher:
     def ensure(self) -> str | None:
         """Start or re-create the watches when needed (main thread).
 
+        The watch is on the resolved directory (``os.path.realpath``): when staticPodPath is, or
+        goes through, a symlink, a retargeted link is noticed here and the watch follows it.
+
         Returns None when the main watch is unchanged, else one of ``"started"`` (first watch),
-        ``"replaced"`` (the path now names a different directory), ``"recreated"`` (the watch
+        ``"replaced"`` (the path now names a different directory, e.g. a symlink in it was
+        retargeted), ``"recreated"`` (the watch
         died or the directory was removed and came back), ``"missing"`` (the directory is gone;
         the watch is dropped until it comes back), ``"failed"`` (``self.error`` says why).
         """
@@ -286,22 +294,27 @@ class Watcher:
                 self.identity = None
                 return "missing"
             return None
+        resolved = Path(os.path.realpath(self.manifest_dir))
+        moved = resolved != self.watched_dir  # a symlink in the path now points elsewhere
         if (
             self._observer is not None
             and ident == self.identity
             and not lost
-            and self._emitter_alive(self.manifest_dir)
+            and not moved
+            and self._emitter_alive(self.watched_dir)
         ):
             self._ensure_parked()
             return None
-        if self._observer is None and self.error is not None and ident == self.identity:
+        if self._observer is None and self.error is not None and ident == self.identity and not moved:
             return None  # failed before on this very directory; retried by reset_error()
         if self._observer is None and self.identity is None and self.generation == 0:
             what = "started"
-        elif self.identity is not None and ident != self.identity:
+        elif self.identity is not None and (ident != self.identity or moved):
             what = "replaced"
         else:
             what = "recreated"
+        self.watched_dir = resolved
+        self.parked_dir = resolved / PRIVATE_DIRNAME / "parked"
         self._stop_observer()
         self._lost.clear()
         if not self._start(ident):
@@ -360,7 +373,7 @@ class Watcher:
         observer = Observer()
         handler = _Handler()
         try:
-            observer.schedule(handler, str(self.manifest_dir), **self._schedule_kwargs(observer))
+            observer.schedule(handler, str(self.watched_dir), **self._schedule_kwargs(observer))
             observer.daemon = True
             observer.start()
         except OSError as exc:
