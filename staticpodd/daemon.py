@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -35,16 +36,19 @@ from . import __version__
 from .config import Config, load_config
 from .errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, ConfigError, StaticpodError
 from .journal import ERR, INFO, NOTICE, WARNING, Event, Journal
-from .layout import Layout, under_root
+from .layout import Layout, component_of, under_root
 from .notify import Notifier
 from .reconcile import (
+    Action,
     Plan,
+    Report,
     finding_key,
     is_directory_finding,
     plan_changes,
     plan_expired_parks,
     plan_findings,
     status_line,
+    stray_by_name,
 )
 from .watch import DIRECTORY, Hints, Watcher
 
@@ -106,6 +110,12 @@ HEARTBEAT_INTERVAL = 10.0
 RETRY_DELAY = 1.0
 #: Longest single wait for the lock in the main loop, seconds (see Daemon.lock_wait).
 LOCK_WAIT_MAX = 5.0
+#: Pid file under ``Layout.run_dir``: the running daemon holds an exclusive flock on it (one
+#: daemon per --root) and writes its pid into it.
+PID_FILE = "staticpodd.pid"
+#: ``kind: Pod`` at the top level of YAML, or ``"kind": "Pod"`` in JSON: bytes meant as a Pod
+#: manifest (however broken otherwise), not a stray.
+_DECLARES_POD = re.compile(rb"^kind:[ \t]*[\"']?Pod[\"']?[ \t]*(?:#.*)?$" rb'|"kind"[ \t]*:[ \t]*"Pod"', re.MULTILINE)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,6 +300,11 @@ class Daemon:
         self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
         self._metrics_snapshot: Any = None
+        self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
+        # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
+        # the directory's names change (or a reload)
+        self._restore_failed: dict[str, tuple[str, frozenset[str]]] = {}
+        self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
 
     # -- set-up ---------------------------------------------------------------------------------
     def _layout_for(self, cfg: Config) -> Layout:
@@ -345,8 +360,64 @@ class Daemon:
             pass
 
     # -- lifecycle ------------------------------------------------------------------------------
+    def _take_pid_lock(self) -> tuple[str, int | None] | None:
+        """Take the exclusive, non-blocking flock on ``<run_dir>/staticpodd.pid`` and write our pid.
+
+        Returns None when this process now holds it (kept until exit), else ``(message, pid)``
+        naming the daemon that holds it (pid None when unreadable).
+        """
+        import errno
+        import fcntl
+
+        path = self.layout.run_dir / PID_FILE
+        try:
+            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            return f"cannot open the pid file {path}: {exc.strerror}", None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                return f"cannot lock the pid file {path}: {exc.strerror}", None
+            pid = None
+            deadline = time.monotonic() + 1.0  # the holder writes its pid right after locking
+            while pid is None and time.monotonic() < deadline:
+                raw = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+                pid = int(raw) if raw.isdigit() else None
+                if pid is None:
+                    time.sleep(0.05)
+            os.close(fd)
+            return (
+                f"another staticpodd (pid {pid if pid is not None else 'unknown'}) is already running for "
+                f"{self.root} (it holds {path}); stop it first",
+                pid,
+            )
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._pid_fd = fd
+        return None
+
     def run(self) -> int:
-        """Start, serve until SIGTERM/SIGINT, stop. Returns the exit status."""
+        """Start, serve until SIGTERM/SIGINT, stop. Returns the exit status.
+
+        First of all, takes the pid-file lock: a second daemon on the same root exits 1
+        (DAEMON_START_FAILED) naming the running one's pid, and touches nothing.
+        """
+        busy = self._take_pid_lock()
+        if busy is not None:
+            message, holder = busy
+            self._say(f"refusing to start: {message}")
+            self.journal.log(
+                Event.DAEMON_START_FAILED,
+                f"staticpodd cannot start: {message}",
+                priority=ERR,
+                error="already-running" if holder is not None or "already running" in message else "pid-file",
+                running_pid=holder,
+                pid=os.getpid(),
+            )
+            return EXIT_FAILURE
         try:
             self.config = self._load_config()
             self.layout = self._layout_for(self.config)
@@ -598,6 +669,20 @@ class Daemon:
         from .errors import LockTimeout
 
         names = list(names)
+        if not self.layout.manifest_dir.is_dir():
+            # Nothing to scan: the watch reports the missing directory (manifest-dir-missing) and
+            # a full rescan follows when it comes back. The engine refuses to work on it meanwhile
+            # (recovery of interrupted operations runs at its first lock after that).
+            self.invalid_live.clear()
+            self.dir_problems = []
+            self.finding_keys = set()
+            self.last_findings = []
+            self.summary = {"live": 0, "parked": 0, "missing": 0}
+            self.runtime_problems.pop("reconcile", None)
+            self._retry_full = False
+            if full:
+                self.last_rescan = time.time()
+            return
         try:
             with self.engine.locked():
                 if recover:  # locked() has run Engine.recover() on its first acquisition
@@ -616,18 +701,21 @@ class Daemon:
                 self._track_changes(changes)
                 if full or names or changes:
                     found = self.last_findings = self._directory_findings()
-                    findings = [f for f in found if is_directory_finding(f)]
-                    plan.extend(plan_findings(findings, self.config, self.finding_keys))
+                    # the live files' current validity, not only what changed: a file that was
+                    # invalid before we looked (a crash mid-restore, a skipped busy file) gets the
+                    # on_invalid policy too
+                    plan.extend(self._plan_invalid_files(found, changes, plan))
+                    findings = self._true_findings(found, plan)
+                    plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
                     self.finding_keys = {finding_key(f) for f in findings}
                     self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
-                    self._track_invalid_files(found, changes)
                 expired = self.engine.store.expired_parks(time.time())
                 expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks]
                 plan.extend(plan_expired_parks(expired, time.time()))
                 self._execute(plan)
                 if plan.actions:  # the directory changed under our hands: refresh what we report
                     found = self.last_findings = self._directory_findings()
-                    findings = [f for f in found if is_directory_finding(f)]
+                    findings = self._true_findings(found, Plan())
                     self.finding_keys = {finding_key(f) for f in findings}
                     self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
                 self._refresh_summary()
@@ -708,13 +796,25 @@ class Daemon:
             else:
                 self.invalid_live.pop(file_name, None)
 
-    def _track_invalid_files(self, found: list[Any], changes: list[Any]) -> None:
-        """Live files whose contents fail validation (per-file error findings) become problems.
+    @staticmethod
+    def _restoring(plan: Plan) -> set[str]:
+        """File names a ``restore`` action of ``plan`` puts back."""
+        return {a.file_name for a in plan.actions if a.verb == "restore" and a.file_name}
 
-        A file already reported through a Change in this pass is not logged twice; one that was
-        invalid before the daemon looked (recorded earlier, e.g. while it ran under ``alert``) is
-        logged once as INVALID_LIVE.
+    def _plan_invalid_files(self, found: list[Any], changes: list[Any], plan: Plan) -> Plan:
+        """Live files whose *current* contents fail validation (per-file error findings) become
+        problems and get the ``on_invalid`` policy, whether or not they changed in this pass.
+
+        A file reported through a Change in this pass is left to :func:`plan_changes` (reported
+        and restored there). One that was invalid before the daemon looked (recorded earlier: a
+        daemon killed mid-restore, a run under ``alert``, a restore skipped while it was being
+        written) is reported as INVALID_LIVE once and, under ``on_invalid: restore``, restored
+        when the store has an earlier version to go back to. Never restored: a stray by its name,
+        a parked component (a write-back breaks the park, PARK_BROKEN), a file being written, or
+        bytes whose restore already failed (no retry loop: a new write is tried again).
+        KUBELET.md "What a broken file does to a running pod" (the pod dies at the next relist).
         """
+        out = Plan()
         mdir = self.layout.manifest_dir
         bad: dict[str, list[Any]] = {}
         for f in found:
@@ -730,26 +830,126 @@ class Daemon:
         for name in list(self.invalid_live):
             if name not in bad and name not in busy:
                 self.invalid_live.pop(name, None)
+        for name in list(self._restore_failed):
+            if name not in bad:
+                self._restore_failed.pop(name, None)
+        restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
+        restoring = self._restoring(plan)
+        observed = self.engine.store.observed() if restore_policy and bad else {}
         for name, fs in bad.items():
-            if name in self.invalid_live:
-                continue
             codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
-            self.invalid_live[name] = {
-                "code": "invalid-live",
-                "severity": "error",
-                "component": None,
-                "path": str(mdir / name),
-                "message": f"{name} fails validation ({codes}); the kubelet drops its pod at the next relist",
-            }
-            if name not in changed:
-                self.log(
+            stray = stray_by_name(name)
+            component = None if stray else component_of(name)
+            new = name not in self.invalid_live
+            if new:
+                self.invalid_live[name] = {
+                    "code": "invalid-live",
+                    "severity": "error",
+                    "component": component,
+                    "path": str(mdir / name),
+                    "message": f"{name} fails validation ({codes}); the kubelet drops its pod at the next relist",
+                }
+            if name in changed or name in restoring:
+                continue  # plan_changes reported it (and decided about a restore) in this pass
+            restore = restore_policy and component is not None and self._may_restore(name, component, observed)
+            if not (new or restore):
+                continue
+            if restore:
+                policy_note = "; restoring the last good version"
+            elif not restore_policy:
+                policy_note = "; policy on_invalid=alert"
+            elif component is None:
+                policy_note = "; a stray is never restored (on_stray decides)"
+            else:
+                policy_note = f"; no earlier version to restore (staticpodctl history {component})"
+            out.reports.append(
+                Report(
                     Event.INVALID_LIVE,
+                    ERR,
                     f"{name} in the manifest directory fails validation ({codes}); the kubelet drops "
-                    "its pod at the next relist (about 20 s)",
-                    priority=ERR,
-                    file_name=name,
-                    findings=codes,
+                    "its pod at the next relist (about 20 s)" + policy_note,
+                    {
+                        "component": component,
+                        "file_name": name,
+                        "findings": codes,
+                        "policy": "restore" if restore else "alert",
+                        "location": "live",
+                    },
                 )
+            )
+            if restore:
+                assert component is not None
+                out.actions.append(
+                    Action("restore", component, f"on_invalid=restore: {name} fails validation", file_name=name)
+                )
+        return out
+
+    def _may_restore(self, name: str, component: str, observed: dict[str, Any]) -> bool:
+        """Whether ``on_invalid: restore`` should put back an earlier version of a live file that
+        is invalid now (see :meth:`_plan_invalid_files`)."""
+        store = self.engine.store
+        if store.park_of(component) is not None:
+            return False
+        obs = observed.get(f"live/{name}")
+        digest = _get(obs, "digest")
+        if not digest:
+            return False
+        failed = self._restore_failed.get(name)
+        if failed is not None and failed == (digest, frozenset(self.engine.live_names())):
+            return False
+        return any(v.digest != digest for v in store.history(component))
+
+    def _true_findings(self, found: list[Any], plan: Plan) -> list[Any]:
+        """The directory findings, minus "stray" findings about a component's manifest.
+
+        The validator calls a manifest-named file that does not decode to a complete Pod "stray
+        file: not a Pod manifest". For the daemon that is an invalid component manifest (reported
+        as INVALID_LIVE, restored by policy), never a stray to quarantine: a file restored in this
+        pass, a file whose bytes declare ``kind: Pod``, or a known component (parked, changed by
+        a staticpodd verb, or with a version that passed validation). Names stray by themselves
+        (``x.yaml.bak``, ``4913``; ``staticpodd.validate.directory.stray_reason``) stay strays.
+        """
+        restoring = self._restoring(plan)
+        out = []
+        for f in found:
+            if not is_directory_finding(f):
+                continue
+            if _get(f, "code") == "stray":
+                name = os.path.basename(str(_get(f, "path") or "").rstrip("/"))
+                if name in restoring or (not stray_by_name(name) and self._is_component_file(name)):
+                    continue
+            out.append(f)
+        return out
+
+    def _is_component_file(self, name: str) -> bool:
+        """True when live file ``name`` is a component's manifest (see :meth:`_true_findings`)."""
+        try:
+            with open(self.layout.live_path(name), "rb") as fh:
+                head = fh.read(1 << 20)
+        except OSError:
+            head = b""
+        if _DECLARES_POD.search(head):
+            return True
+        component = component_of(name)
+        store = self.engine.store
+        if store.park_of(component) is not None:
+            return True
+        history = [v for v in store.history(component, limit=50) if v.file_name == name]
+        if any(v.action != "external" for v in history):
+            return True
+        return any(self._digest_valid(v.digest, name) for v in reversed(history))
+
+    def _digest_valid(self, digest: str, name: str) -> bool:
+        """Whether recorded bytes ``digest`` pass validation (memoised for the daemon's life)."""
+        if digest not in self._valid_digests:
+            try:
+                from .validate import has_errors, validate_bytes  # type: ignore[attr-defined]
+            except ImportError:
+                return False
+            data = self.engine.store.data(digest)
+            findings = validate_bytes(data, str(self.layout.live_path(name)), self._validate_options())
+            self._valid_digests[digest] = not has_errors(findings)
+        return self._valid_digests[digest]
 
     def _directory_findings(self) -> list[Any]:
         """Directory-level findings from the validator (strays, duplicates, subdirectories,
@@ -769,24 +969,36 @@ class Daemon:
         """Log the plan's reports, then ask the engine for its actions (lock held)."""
         for r in plan.reports:
             self.log(r.event, r.message, priority=r.priority, **r.fields)
-        for a in plan.actions:
+        restored: set[str] = set()
+        # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
+        # and the engine refuses to restore or unpark a file while another one defines its pod.
+        # A file being restored is never quarantined (plan_findings' ``protect``, and below).
+        order = {"quarantine": 0, "restore": 1}
+        for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
             if a.verb in ("restore", "quarantine") and a.file_name in self._busy_names():
                 # written again since we looked: never act on a file someone is writing; the
                 # debounced hint brings it back here with its final bytes
                 continue
+            if a.verb == "quarantine" and a.file_name in restored:
+                continue  # a component's manifest just put back: never moved out of sight
             try:
                 if a.verb == "restore":
-                    version = self.engine.restore_last_good(a.target, reason=a.reason)
+                    res = self.engine.restore_last_good(a.target, reason=a.reason)
+                    new = _get(_get(res, "version"), "seq")
+                    source = (_get(res, "extra") or {}).get("restored_version")
+                    restored.add(a.file_name or "")
                     self.invalid_live.pop(a.file_name or "", None)
+                    self._restore_failed.pop(a.file_name or "", None)
                     self.log(
                         Event.RESTORED_LAST_GOOD,
-                        f"restored the last good version of {a.target} (version {_get(version, 'seq')}) "
-                        f"over an invalid external write",
+                        f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
+                        f"over an invalid external write; recorded as version {new}",
                         priority=WARNING,
                         component=a.target,
                         file_name=a.file_name,
-                        version=_get(version, "seq"),
-                        digest=_get(version, "digest"),
+                        version=new,
+                        restored_version=source,
+                        digest=_get(res, "digest"),
                         reason=a.reason,
                     )
                 elif a.verb == "quarantine":
@@ -815,9 +1027,13 @@ class Daemon:
                         error=exc.code,
                     )
                 else:
+                    if a.verb == "restore" and a.file_name:
+                        obs = self.engine.store.observed().get(f"live/{a.file_name}")
+                        if obs is not None:  # not retried on these bytes in this directory
+                            self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
                     self.log(
                         Event.POLICY_ACTION_FAILED,
-                        f"{a.verb} of {a.target} failed: {exc.message}",
+                        f"{a.file_name or a.target}: {a.verb} of {a.target} failed: {exc.message}",
                         priority=ERR,
                         component=a.target,
                         file_name=a.file_name,
@@ -893,6 +1109,7 @@ class Daemon:
     def _reload(self) -> None:
         target = self._hup_requests
         self.state = "reloading"
+        self._restore_failed.clear()  # a reload is a reason to try failed restores again
         self.notifier.reloading()
         self._heartbeat()
         try:

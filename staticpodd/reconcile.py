@@ -155,6 +155,7 @@ def plan_changes(changes: Iterable[Any], config: Any) -> Plan:
             getattr(config, "on_invalid", "alert") == "restore"
             and kind not in ("park-broken", "adopted")
             and bool(component)
+            and not stray_by_name(str(file_name or ""))  # a leftover is never put back, only reported
         )
         plan.reports.append(
             Report(
@@ -222,16 +223,37 @@ def is_stray(finding: Any) -> bool:
     return finding_event(finding) is Event.STRAY_FOUND
 
 
-def plan_findings(findings: Iterable[Any], config: Any, already: set[tuple[str, str, str]]) -> Plan:
+def stray_by_name(file_name: str) -> str | None:
+    """Why ``file_name`` looks like a leftover (``x.yaml.bak``, ``x~``, ``4913``, ``notes.txt``)
+    by its name alone, per the validator's directory rules
+    (``staticpodd.validate.directory.stray_reason``); None for a manifest-like name or when the
+    validator is not installed."""
+    try:
+        from .validate.directory import stray_reason
+    except ImportError:
+        return None
+    return stray_reason(file_name) if file_name else None
+
+
+def plan_findings(
+    findings: Iterable[Any],
+    config: Any,
+    already: set[tuple[str, str, str]],
+    *,
+    protect: Iterable[str] = (),
+) -> Plan:
     """Reports for directory findings not reported before, and quarantine actions for strays.
 
     ``already`` holds :func:`finding_key` of findings reported earlier; the caller replaces it
     with the keys of ``findings`` afterwards (so a problem that goes away and comes back is
     reported again). Under ``on_stray: quarantine`` every stray is quarantined, also ones
-    reported before (a previous attempt may have failed).
+    reported before (a previous attempt may have failed), except the file names in ``protect``
+    (a component's manifest, a file restored in this very pass: never moved out of the kubelet's
+    sight). Every report's MESSAGE starts with the file name (``etcd.yaml.bak: stray file …``).
     """
     import os
 
+    protected = set(protect)
     plan = Plan()
     quarantine = getattr(config, "on_stray", "alert") == "quarantine"
     queued: set[str] = set()
@@ -243,8 +265,15 @@ def plan_findings(findings: Iterable[Any], config: Any, already: set[tuple[str, 
             severity = _get(f, "severity")
             prio = ERR if severity == "error" else WARNING if severity == "warning" else NOTICE
             message = str(_get(f, "message") or _get(f, "code"))
+            if name and not message.startswith(name + ":"):
+                message = f"{name}: {message}"
             if event is Event.STRAY_FOUND:
-                message += "; quarantining it" if quarantine else "; policy on_stray=alert"
+                if not quarantine:
+                    message += "; policy on_stray=alert"
+                elif name in protected:
+                    message += "; not quarantined: it is a component's manifest"
+                else:
+                    message += "; quarantining it"
             plan.reports.append(
                 Report(
                     event,
@@ -259,7 +288,7 @@ def plan_findings(findings: Iterable[Any], config: Any, already: set[tuple[str, 
                     },
                 )
             )
-        if quarantine and event is Event.STRAY_FOUND and name and name not in queued:
+        if quarantine and event is Event.STRAY_FOUND and name and name not in queued and name not in protected:
             queued.add(name)
             plan.actions.append(Action("quarantine", name, f"on_stray=quarantine: {_get(f, 'code')}", file_name=name))
     return plan
@@ -329,4 +358,5 @@ __all__ = [
     "plan_expired_parks",
     "plan_findings",
     "status_line",
+    "stray_by_name",
 ]
