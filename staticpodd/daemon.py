@@ -897,7 +897,16 @@ class Daemon:
         failed = self._restore_failed.get(name)
         if failed is not None and failed == (digest, frozenset(self.engine.live_names())):
             return False
-        return any(v.digest != digest for v in store.history(component))
+        # only when there is something to go back to: a version that passes validation (else the
+        # engine refuses with Conflict, and a true stray would be "restored" instead of quarantined)
+        seen = {digest}
+        for v in reversed(store.history(component)):  # newest first, as restore_last_good looks
+            if v.digest in seen:
+                continue
+            seen.add(v.digest)
+            if self._digest_valid(v.digest, v.file_name):
+                return True
+        return False
 
     def _true_findings(self, found: list[Any], plan: Plan) -> list[Any]:
         """The directory findings, minus "stray" findings about a component's manifest.

@@ -108,13 +108,18 @@ def test_an_invalid_kind_pod_file_is_invalid_not_a_stray(tmp_path, run_daemon):
     (mdir / "my-agent.yaml").write_bytes(b"kind: Pod\nmetadata: {}\n")
     e = wait_journal(root, "INVALID_LIVE", lambda e: e.get("FILE_NAME") == "my-agent.yaml")
     assert e["MESSAGE"].startswith("my-agent.yaml ")
-    (mdir / "notes.txt").write_bytes(b"remember the milk\n")  # a true stray, for contrast
+    # true strays, for contrast: one by its name, one manifest-named that is no Pod and never was
+    (mdir / "notes.txt").write_bytes(b"remember the milk\n")
+    (mdir / "leftover.yaml").write_bytes(b"hello: world\n")
     wait_until(lambda: not (mdir / "notes.txt").exists(), what="notes.txt quarantined")
+    wait_until(lambda: not (mdir / "leftover.yaml").exists(), what="leftover.yaml quarantined")
     assert (mdir / "my-agent.yaml").exists()
     assert not any(
         "not a Pod manifest" in e["MESSAGE"] and e.get("FILE_NAME") == "my-agent.yaml" for e in journal(root)
     )
-    assert [e["FILE_NAME"] for e in journal(root, "STRAY_FOUND")] == ["notes.txt"]
+    strays = journal(root, "STRAY_FOUND")
+    assert sorted(e["FILE_NAME"] for e in strays) == ["leftover.yaml", "notes.txt"]
+    assert all(e["MESSAGE"].startswith(e["FILE_NAME"] + ": stray file") for e in strays)
 
 
 def test_a_symlinked_manifest_dir_gets_hints_and_a_retargeted_link_is_watched_again(tmp_path, run_daemon):

@@ -257,3 +257,24 @@ def test_the_background_journal_keeps_order_and_flushes_on_close(tmp_path):
     got = wait_until(lambda: (lambda es: es if len(es) >= 30 else None)(journal(tmp_path / "bg-journal-root")))
     assert [int(e["SEQ"]) for e in got] == list(range(30))
     assert j.dropped == 0
+
+
+def test_a_protected_file_is_never_quarantined_and_every_finding_names_its_file():
+    """A component's manifest (e.g. one restored in the same pass) is reported, never moved out."""
+    stray = Finding("stray", "warning", f"{ROOT}/etcd.yaml", None, None, None, "stray file: not a Pod", None)
+    bak = Finding("stray", "warning", f"{ROOT}/etcd.yaml.bak", None, None, None, "stray file (backup)", None)
+    plan = plan_findings([stray, bak], Config(on_stray="quarantine"), set(), protect={"etcd.yaml"})
+    assert [(a.verb, a.target) for a in plan.actions] == [("quarantine", "etcd.yaml.bak")]
+    assert [r.message.split(":")[0] for r in plan.reports] == ["etcd.yaml", "etcd.yaml.bak"]
+    assert "not quarantined" in plan.reports[0].message and "quarantining it" in plan.reports[1].message
+
+
+def test_a_leftover_by_its_name_is_never_restored():
+    from staticpodd.reconcile import stray_by_name
+
+    assert stray_by_name("kube-apiserver.yaml.bak") and stray_by_name("4913")
+    assert stray_by_name("kube-apiserver.yaml") is None
+    ch = change("modified", valid=False)
+    ch.file_name = "kube-apiserver.yaml.bak"
+    ch.component = "kube-apiserver.yaml.bak"
+    assert plan_changes([ch], Config(on_invalid="restore")).actions == []
