@@ -3,8 +3,11 @@
 Composition root and lifecycle (DESIGN.md "Shape of the code"): builds the Layout, Config,
 Journal, Engine, Watcher and Notifier, then runs one main loop in the main thread.
 
-Start-up: config (invalid -> exit 78), recover interrupted operations (``Engine.recover``),
-start the inotify watch, full reconcile, then ``READY=1``. Loop: block on the wake-up pipe
+Start-up: first the exclusive flock on ``<run_dir>/staticpodd.pid`` (one daemon per --root; a
+second one exits 1 naming the running pid), config (invalid -> exit 78), recover interrupted
+operations (``Engine.recover``), start the inotify watch (on the directory staticPodPath resolves
+to), full reconcile, then ``READY=1``. Every full pass judges the live files' current validity,
+not only what changed since the last look. Loop: block on the wake-up pipe
 (inotify hints, signals) with a timeout = the earliest of the next debounced hint, the next
 full rescan (``rescan_interval``, KUBELET.md "When the kubelet looks"), the next watchdog ping,
 the next park deadline and the heartbeat interval. Signal handlers only set flags; the
@@ -124,12 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="staticpodd",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="exit status: 0 stopped cleanly (SIGTERM/SIGINT), reloaded, or configuration OK;\n"
-        "  1 start-up failed, or no daemon to reload; 6 --reload timed out;\n"
+        "  1 start-up failed (e.g. another staticpodd runs on this root), or no daemon to reload;\n"
+        "  6 --reload timed out;\n"
         "  78 invalid configuration (at start, refused by --reload, or --check-config).\n"
         "signals: SIGHUP reloads the configuration (the old one stays when the new one is invalid);\n"
         "  SIGTERM stops.\n"
         "files: <root>/etc/staticpodd/staticpodd.yaml (configuration),\n"
-        "  <root>/run/staticpodd/daemon.json (heartbeat read by staticpodctl status).",
+        "  <root>/run/staticpodd/daemon.json (heartbeat read by staticpodctl status),\n"
+        "  <root>/run/staticpodd/staticpodd.pid (pid; flocked while the daemon runs).",
         description="Watch the kubelet's static pod manifest directory: record every change,\n"
         "enforce park deadlines, act on invalid writes and stray files by policy.\n"
         "Runs in the foreground as a systemd Type=notify service.",
@@ -360,11 +365,12 @@ class Daemon:
             pass
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def _take_pid_lock(self) -> tuple[str, int | None] | None:
+    def _take_pid_lock(self) -> tuple[str, str, int | None] | None:
         """Take the exclusive, non-blocking flock on ``<run_dir>/staticpodd.pid`` and write our pid.
 
-        Returns None when this process now holds it (kept until exit), else ``(message, pid)``
-        naming the daemon that holds it (pid None when unreadable).
+        Returns None when this process now holds it (kept until exit), else ``(code, message,
+        pid)``: code ``already-running`` (pid: the daemon holding it, None when unreadable) or
+        ``pid-file`` (the file cannot be opened or locked: no start without the guarantee).
         """
         import errno
         import fcntl
@@ -374,13 +380,13 @@ class Daemon:
             path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            return f"cannot open the pid file {path}: {exc.strerror}", None
+            return "pid-file", f"cannot open the pid file {path}: {exc.strerror}", None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 os.close(fd)
-                return f"cannot lock the pid file {path}: {exc.strerror}", None
+                return "pid-file", f"cannot lock the pid file {path}: {exc.strerror}", None
             pid = None
             deadline = time.monotonic() + 1.0  # the holder writes its pid right after locking
             while pid is None and time.monotonic() < deadline:
@@ -390,6 +396,7 @@ class Daemon:
                     time.sleep(0.05)
             os.close(fd)
             return (
+                "already-running",
                 f"another staticpodd (pid {pid if pid is not None else 'unknown'}) is already running for "
                 f"{self.root} (it holds {path}); stop it first",
                 pid,
@@ -407,13 +414,13 @@ class Daemon:
         """
         busy = self._take_pid_lock()
         if busy is not None:
-            message, holder = busy
+            code, message, holder = busy
             self._say(f"refusing to start: {message}")
             self.journal.log(
                 Event.DAEMON_START_FAILED,
                 f"staticpodd cannot start: {message}",
                 priority=ERR,
-                error="already-running" if holder is not None or "already running" in message else "pid-file",
+                error=code,
                 running_pid=holder,
                 pid=os.getpid(),
             )
