@@ -24,6 +24,7 @@ from .errors import (
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
+    EditorFailed,
     InvalidManifest,
     StaticpodError,
     UsageError,
@@ -618,18 +619,16 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
         try:
             rc = subprocess.call([*shlex.split(editor), path])
         except (OSError, ValueError) as exc:  # no such editor, or an unparsable $EDITOR
-            raise UsageError(
-                f"cannot run the editor {editor!r}: {getattr(exc, 'strerror', None) or exc}",
-                hint=f"set $VISUAL or $EDITOR to an editor that exists; nothing changed (your copy: {path})",
+            raise EditorFailed(
+                f"cannot run the editor {editor!r}: {getattr(exc, 'strerror', None) or exc}; nothing changed",
+                hint=f"set $VISUAL or $EDITOR to an editor that exists (your copy: {path})",
             ) from None
         if not os.path.exists(path):
-            raise UsageError(f"the editor removed {path}; nothing changed",
-                             hint="edit the file in place; do not delete or move it")
+            raise EditorFailed(f"the editor removed {path}; nothing changed",
+                               hint="edit the file in place; do not delete or move it")
         if rc != 0:
-            out.warn(f"{PROG}: editor {editor!r} exited with status {rc}; nothing changed (your copy: {path})")
-            out.finish(False, error={"code": "editor-failed", "message": f"editor exited with status {rc}",
-                                     "path": path})
-            return EXIT_FAILURE
+            raise EditorFailed(f"the editor {editor!r} exited with status {rc}; nothing changed",
+                               path=path, hint=f"your copy is kept at {path}")
         with open(path, "rb") as fh:
             new = fh.read()
         if new == data:
@@ -835,6 +834,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `staticpodctl status | head -1`: the reader has what it wanted
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no flush error at exit
+        except OSError:
+            pass
+        return EXIT_OK
     except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
         import traceback
 
@@ -843,8 +848,6 @@ def main(argv: list[str] | None = None) -> int:
             out.finish(False, error={"code": "internal", "message": f"internal error: {exc!r}",
                                      "hint": "please report this with the traceback on stderr"})
         return EXIT_FAILURE
-    except BrokenPipeError:
-        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -40,6 +41,10 @@ from .lock import DEFAULT_TIMEOUT, FileLock, default_notify
 from .store import Observed, ParkRecord, Version, VersionStore, digest_of, iso
 
 EXTERNAL = "external"
+
+#: Names ``apply --as`` accepts for a new component (the kubelet would read any non-dot name; we
+#: keep to names that are safe in file names, shells and ``COMPONENT@N`` specs).
+_COMPONENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
 @dataclass(frozen=True)
@@ -166,8 +171,6 @@ def parse_duration(text: str) -> float:
 
     Raises UsageError naming the text. (Zero is allowed here; callers that need more say so.)
     """
-    import re
-
     t = str(text).strip().lower()
     if re.fullmatch(r"\d+(?:\.\d*)?", t):
         return float(t)
@@ -770,11 +773,14 @@ class Engine:
 
     def _target_for_apply(self, source: str, component: str | None) -> Target:
         if component:
+            if not _COMPONENT_NAME.fullmatch(component):
+                raise UsageError(
+                    f"{component!r} is not a valid component name",
+                    hint="letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. kube-apiserver)",
+                )
             try:
                 return self.resolve(component)
             except UnknownComponent:
-                if component.startswith(".") or "/" in component:
-                    raise UsageError(f"{component!r} is not a valid component name") from None
                 fn = component if component_of(component) != component else component + ".yaml"
                 return Target(component_of(fn), fn, False, False)
         base = os.path.basename(source)
@@ -1267,7 +1273,8 @@ class Engine:
         return {
             "manifest_dir": str(self.layout.manifest_dir),
             "components": [rows[k] for k in sorted(rows)],
-            "interrupted": len(store.intents()) if store else 0,
+            # intents whose process is gone: a live pid is an operation still under way
+            "interrupted": sum(1 for i in store.intents() if not _pid_alive(i.pid)) if store else 0,
         }
 
 
@@ -1279,6 +1286,16 @@ def split_at(spec: str) -> tuple[str, int | None]:
             raise UsageError(f"cannot read {spec!r}", hint="use COMPONENT@N, e.g. kube-apiserver@3")
         return name, int(seq)
     return spec, None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _mode_dict(x: Any) -> dict[str, Any]:

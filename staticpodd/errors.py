@@ -174,6 +174,13 @@ class WaitTimeout(StaticpodError):
     exit_status = EXIT_TIMEOUT
 
 
+class EditorFailed(StaticpodError):
+    """``edit``: the editor could not run, failed, or removed its copy; nothing was changed."""
+
+    code = "editor-failed"
+    exit_status = EXIT_FAILURE
+
+
 class NeedsForce(StaticpodError):
     """``park`` of a component the kubelet's own connection to the apiserver depends on (the local
     kube-apiserver, the etcd behind it, a local API load balancer), without ``--force``."""
