@@ -918,12 +918,14 @@ class Daemon:
     def _true_findings(self, found: list[Any], plan: Plan) -> list[Any]:
         """The directory findings, minus "stray" findings about a component's manifest.
 
-        The validator calls a manifest-named file that does not decode to a complete Pod "stray
-        file: not a Pod manifest". For the daemon that is an invalid component manifest (reported
-        as INVALID_LIVE, restored by policy), never a stray to quarantine: a file restored in this
-        pass, a file whose bytes declare ``kind: Pod``, or a known component (parked, changed by
-        a staticpodd verb, or with a version that passed validation). Names stray by themselves
-        (``x.yaml.bak``, ``4913``; ``staticpodd.validate.directory.stray_reason``) stay strays.
+        The validator calls any file that does not decode to a complete Pod "stray file: not a
+        Pod manifest". For the daemon, a true stray is a name that is stray by itself
+        (``x.yaml.bak``, ``x~``, ``4913``, ``notes.txt``:
+        ``staticpodd.validate.directory.stray_reason``), or a name without a manifest suffix
+        (``README``) that is no known component. A manifest-named file that fails to decode
+        (an empty or truncated ``etcd.yaml``, ``kind: Pod`` alone, a Deployment) is an invalid
+        manifest: reported as INVALID_LIVE and restored under ``on_invalid: restore``, never
+        quarantined by ``on_stray``. A file restored in this very pass is never a stray.
         """
         restoring = self._restoring(plan)
         out = []
@@ -932,13 +934,17 @@ class Daemon:
                 continue
             if _get(f, "code") == "stray":
                 name = os.path.basename(str(_get(f, "path") or "").rstrip("/"))
-                if name in restoring or (not stray_by_name(name) and self._is_component_file(name)):
+                if name in restoring:
+                    continue
+                if not stray_by_name(name) and (component_of(name) != name or self._is_component_file(name)):
                     continue
             out.append(f)
         return out
 
     def _is_component_file(self, name: str) -> bool:
-        """True when live file ``name`` is a component's manifest (see :meth:`_true_findings`)."""
+        """True when live file ``name`` (no manifest suffix) is a component's manifest: its bytes
+        declare ``kind: Pod``, or the component is parked, was changed by a staticpodd verb, or
+        has a recorded version that passes validation (see :meth:`_true_findings`)."""
         try:
             with open(self.layout.live_path(name), "rb") as fh:
                 head = fh.read(1 << 20)

@@ -100,25 +100,28 @@ def test_an_invalid_file_found_under_alert_is_restored_once_the_policy_is_restor
     assert head_digest(root, "kube-scheduler") == sha(good)
 
 
-def test_an_invalid_kind_pod_file_is_invalid_not_a_stray(tmp_path, run_daemon):
+def test_a_broken_manifest_is_invalid_not_a_stray(tmp_path, run_daemon):
+    """A manifest-named file that does not decode to a Pod (``kind: Pod`` alone, empty, no kind)
+    is an invalid manifest (INVALID_LIVE, on_invalid), never a stray that on_stray moves out."""
     root = make_root(tmp_path, "debounce: 0.2\non_stray: quarantine\n")
     mdir = root / MANIFESTS
     d = run_daemon(root)
     d.wait_ready()
-    (mdir / "my-agent.yaml").write_bytes(b"kind: Pod\nmetadata: {}\n")
-    e = wait_journal(root, "INVALID_LIVE", lambda e: e.get("FILE_NAME") == "my-agent.yaml")
-    assert e["MESSAGE"].startswith("my-agent.yaml ")
-    # true strays, for contrast: one by its name, one manifest-named that is no Pod and never was
+    broken = {"my-agent.yaml": b"kind: Pod\nmetadata: {}\n", "cut-short.yaml": b"", "half.json": b'{"spec": {}}'}
+    for name, data in broken.items():
+        (mdir / name).write_bytes(data)
+    for name in broken:
+        e = wait_journal(root, "INVALID_LIVE", lambda e, name=name: e.get("FILE_NAME") == name)
+        assert e["MESSAGE"].startswith(f"{name} ")
+    # true strays, for contrast: one by its name, one without a manifest suffix
     (mdir / "notes.txt").write_bytes(b"remember the milk\n")
-    (mdir / "leftover.yaml").write_bytes(b"hello: world\n")
+    (mdir / "README").write_bytes(b"do not edit by hand\n")
     wait_until(lambda: not (mdir / "notes.txt").exists(), what="notes.txt quarantined")
-    wait_until(lambda: not (mdir / "leftover.yaml").exists(), what="leftover.yaml quarantined")
-    assert (mdir / "my-agent.yaml").exists()
-    assert not any(
-        "not a Pod manifest" in e["MESSAGE"] and e.get("FILE_NAME") == "my-agent.yaml" for e in journal(root)
-    )
+    wait_until(lambda: not (mdir / "README").exists(), what="README quarantined")
+    assert all((mdir / name).read_bytes() == data for name, data in broken.items())
+    assert not any("not a Pod manifest" in e["MESSAGE"] and e.get("FILE_NAME") in broken for e in journal(root))
     strays = journal(root, "STRAY_FOUND")
-    assert sorted(e["FILE_NAME"] for e in strays) == ["leftover.yaml", "notes.txt"]
+    assert sorted(e["FILE_NAME"] for e in strays) == ["README", "notes.txt"]
     assert all(e["MESSAGE"].startswith(e["FILE_NAME"] + ": stray file") for e in strays)
 
 
