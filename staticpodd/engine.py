@@ -314,6 +314,26 @@ class Engine:
         """File names of the parked copies."""
         return [n for n in self._dir_names(self.layout.parked_dir) if (self.layout.parked_dir / n).is_file()]
 
+    def component_for(self, file_name: str) -> str:
+        """The component a file in the directory belongs to: its stem (``web`` for ``web.yaml``),
+        unless that stem is already another file's (``web.yaml`` and ``web.yml`` are two pods):
+        then the later file is its own component under its full name, with its own history.
+
+        The first file to be recorded under a stem keeps it; with nothing recorded yet, the
+        lexically first of the sibling files does.
+        """
+        stem = component_of(file_name)
+        if stem == file_name:
+            return stem
+        if self.layout.db_path.exists():
+            if self.store.head(file_name) is not None:
+                return file_name
+            head = self.store.head(stem)
+            if head is not None:
+                return stem if head.file_name == file_name else file_name
+        siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+        return stem if not siblings or siblings[0] == file_name else file_name
+
     def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
         """Find a component by name (``kube-scheduler``) or file name (``kube-scheduler.yaml``).
 
@@ -337,8 +357,8 @@ class Engine:
         for pool, is_live in ((live, True), (parked, False)):
             if name in pool:
                 other = name in (parked if is_live else live)
-                return Target(component_of(name), name, True if is_live else other, other if is_live else True)
-        matches = sorted({n for n in live + parked if component_of(n) == name})
+                return Target(self.component_for(name), name, True if is_live else other, other if is_live else True)
+        matches = sorted({n for n in live + parked if self.component_for(n) == name})
         if len(matches) > 1:
             raise Conflict(
                 f"component {name!r} matches several files: {', '.join(matches)}",
@@ -353,7 +373,7 @@ class Engine:
                 head = self.store.head(component_of(name))
             if head is not None:
                 return Target(head.component, head.file_name, False, False)
-        known = sorted({component_of(n) for n in live + parked})
+        known = sorted({self.component_for(n) for n in live + parked})
         raise UnknownComponent(
             f"no component {name!r} in {self.layout.manifest_dir}",
             hint=("known components: " + ", ".join(known)) if known else "the manifest directory is empty",
@@ -533,7 +553,7 @@ class Engine:
                 actual[key] = None
         for key, st in actual.items():
             loc, fn = keys[key]
-            comp = component_of(fn)
+            comp = self.component_for(fn)
             obs = observed.get(key)
             other_loc = "parked" if loc == "live" else "live"
             other_key = f"{other_loc}/{fn}"
@@ -636,7 +656,7 @@ class Engine:
         marker = f"too-large:{size}"
         obs = observed.get(key)
         if obs is None or obs.digest != marker:
-            comp = component_of(fn)
+            comp = self.component_for(fn)
             self.store.record_event("too-large", component=comp, file_name=fn, actor=EXTERNAL,
                                     details={"location": loc, "size": size})
             self.store.set_observed(Observed(comp, fn, loc, marker, None, None, None))
@@ -1172,7 +1192,7 @@ class Engine:
                 n += 1
                 dst = self.layout.quarantine_dir / f"{file_name}.{stamp}.{n}"
             fsops.move_noreplace(src, dst)
-            comp = component_of(file_name)
+            comp = self.component_for(file_name)
             self.store.clear_observed(f"live/{file_name}")
             self.store.record_event("quarantined", component=comp, file_name=file_name, actor=self.actor.name,
                                     reason=reason, details={"digest": digest_of(st.data), "to": str(dst)})
@@ -1242,7 +1262,7 @@ class Engine:
         parks = {p.component: p for p in store.parks()} if store else {}
         for loc, pool in (("live", live), ("parked", parked)):
             for fn in pool:
-                comp = component_of(fn)
+                comp = self.component_for(fn)
                 if comp in rows and rows[comp]["state"] == "live":
                     continue
                 try:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from spd_testlib import small_pod
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: web.yaml and web.yml (two files, two pods) are one component 'web': "
-                   "status shows one row with false drift, histories interleave, rollback web.yml --to N would "
-                   "write web.yaml's pod into web.yml, and 'rollback web.yml' is refused as ambiguous")
+# Regression (found by adversarial testing): web.yaml and web.yml were merged into one component.
 def test_two_files_one_stem_are_kept_apart(sandbox, ctl_proc):
     sandbox.write("web.yaml", small_pod("web", "nginx:1.27"))
     sandbox.write("web.yml", small_pod("web3", "nginx:1.26"))
