@@ -187,3 +187,26 @@ def test_staticpodd_check_config_and_reload_do_not_take_the_pid_lock(tmp_path, r
     )
     assert r.returncode == 0, r.stderr
     assert d.proc.poll() is None
+
+
+@pytest.mark.parametrize("crashpoint", ["swap:staged", "swap:intent"])
+def test_a_daemon_killed_mid_restore_is_followed_by_one_that_restores(tmp_path, run_daemon, monkeypatch, crashpoint):
+    """The first daemon records the invalid write, then dies (SIGKILL at a test crashpoint in the
+    engine's swap). The restarted one sees no change, yet must restore the invalid live file and
+    must not quarantine it."""
+    root = make_root(tmp_path, "on_invalid: restore\non_stray: quarantine\ndebounce: 0.2\n")
+    mdir = root / MANIFESTS
+    live = mdir / "etcd.yaml"
+    good = live.read_bytes()
+    monkeypatch.setenv("STATICPODD_TEST_CRASHPOINT", crashpoint)
+    d = run_daemon(root)
+    monkeypatch.delenv("STATICPODD_TEST_CRASHPOINT")
+    d.wait_ready()
+    live.write_bytes(b"kind: Pod\n")
+    assert d.proc.wait(20) == -signal.SIGKILL
+    assert live.read_bytes() == b"kind: Pod\n"
+    d2 = run_daemon(root)
+    d2.wait_ready()  # the start-up pass restores before READY
+    assert live.read_bytes() == good, f"not restored; quarantine holds {_quarantined(mdir)}"
+    assert _quarantined(mdir) == []
+    assert history(root, "etcd")[-1].action == "restore"
