@@ -380,15 +380,17 @@ def _heartbeat(layout: Any) -> dict[str, Any]:
     except ValueError:
         hb = {}
     pid = hb.get("pid")
-    alive = False
-    if isinstance(pid, int):
-        try:
-            os.kill(pid, 0)
-            alive = True
-        except ProcessLookupError:
-            alive = False
-        except PermissionError:
-            alive = True
+    alive = _daemon_holds_pidfile(layout)
+    if alive is None:  # no pid file to ask (an older daemon): fall back to the pid
+        alive = False
+        if isinstance(pid, int) and hb.get("state") != "stopped":
+            try:
+                os.kill(pid, 0)
+                alive = True
+            except ProcessLookupError:
+                alive = False
+            except PermissionError:
+                alive = True
     age = time.time() - st.st_mtime
     interval = hb.get("heartbeat_interval") or hb.get("rescan_interval") or 20
     stale_after = max(3 * float(interval), 30.0)
@@ -405,6 +407,26 @@ def _heartbeat(layout: Any) -> dict[str, Any]:
             "detail": detail, "summary": hb.get("summary"),
             # a dead daemon's last problems are history, not the state of the node
             "problems": (hb.get("problems") or []) if alive else []}
+
+
+def _daemon_holds_pidfile(layout: Any) -> bool | None:
+    """Whether a staticpodd holds its exclusive flock on ``<run>/staticpodd.pid`` (immune to pid
+    reuse); None when there is no pid file."""
+    import fcntl
+
+    try:
+        fd = os.open(layout.run_dir / "staticpodd.pid", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def cmd_status(args: argparse.Namespace, out: Out) -> int:

@@ -308,8 +308,8 @@ def load_config(
                 raise ConfigError(
                     "YAML anchors and aliases (&name, *name) are not allowed in the configuration",
                     path=str(file),
-                    line=mark.line + 1,
-                    column=mark.column + 1,
+                    line=mark.line + 1 if mark else None,
+                    column=mark.column + 1 if mark else None,
                     hint="write each value out in full",
                 )
         node = yaml.compose(text, Loader=yaml.SafeLoader)

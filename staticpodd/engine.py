@@ -926,15 +926,15 @@ class Engine:
             version = self._record_swap(comp, fn, loc, data, st, payload)
             self.store.end_intent(intent)
         fsops.crashpoint("swap:recorded")
-        event = {"apply": Event.APPLIED, "edit": Event.EDITED, "rollback": Event.ROLLED_BACK,
-                 "restore": Event.RESTORED_LAST_GOOD}.get(action, Event.APPLIED)
+        event = {"apply": Event.APPLIED, "edit": Event.EDITED, "rollback": Event.ROLLED_BACK}.get(action, Event.APPLIED)
         if loc == "parked":
             event = Event.PARKED_COPY_UPDATED
-        self._log(
-            event, f"{comp}: {action} version {version.seq} ({new_digest[:12]}) to {loc} {fn}",
-            priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=new_digest,
-            previous_digest=old_digest, reason=reason, action=action, location=loc,
-        )
+        if action != "restore":  # restore_last_good's caller (the daemon) logs RESTORED_LAST_GOOD itself
+            self._log(
+                event, f"{comp}: {action} version {version.seq} ({new_digest[:12]}) to {loc} {fn}",
+                priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=new_digest,
+                previous_digest=old_digest, reason=reason, action=action, location=loc,
+            )
         self._hooks("post", verb, component=comp, file_name=fn, reason=reason, version=version.seq, digest=new_digest)
         msg = f"{comp}: {action} version {version.seq} ({new_digest[:12]}) -> {fn}"
         if loc == "parked":
@@ -1005,8 +1005,8 @@ class Engine:
 
     def restore_last_good(self, name: str, *, reason: str) -> Result:
         """Put back the newest recorded version of ``name`` that passes the gate (daemon policy
-        ``on_invalid: restore``). The bad bytes stay in history. Raises Conflict when no recorded
-        version passes."""
+        ``on_invalid: restore``). The bad bytes stay in history. The caller logs
+        RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes."""
         target = self.resolve(name)
         comp = target.component
         _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
@@ -1079,7 +1079,7 @@ class Engine:
             ident = self.pod_identity(st.data)
             twins = [o for o in self.live_names() if o != fn and ident is not None
                      and (o_st := self._state_at("live", o)) is not None and self.pod_identity(o_st.data) == ident]
-            if twins:
+            if twins and ident is not None:
                 raise Conflict(
                     f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
                     f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
