@@ -382,15 +382,9 @@ def _heartbeat(layout: Any) -> dict[str, Any]:
     pid = hb.get("pid")
     alive = _daemon_holds_pidfile(layout)
     if alive is None:  # no pid file to ask (an older daemon): fall back to the pid
-        alive = False
-        if isinstance(pid, int) and hb.get("state") != "stopped":
-            try:
-                os.kill(pid, 0)
-                alive = True
-            except ProcessLookupError:
-                alive = False
-            except PermissionError:
-                alive = True
+        from .engine import pid_alive
+
+        alive = isinstance(pid, int) and hb.get("state") != "stopped" and pid_alive(pid)
     age = time.time() - st.st_mtime
     interval = hb.get("heartbeat_interval") or hb.get("rescan_interval") or 20
     stale_after = max(3 * float(interval), 30.0)

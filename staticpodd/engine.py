@@ -482,16 +482,23 @@ class Engine:
             self.store.set_fact(digest, key, value)
         return value
 
+    def files_defining(self, ident: tuple[str, str], *, besides: str) -> list[str]:
+        """Live files other than ``besides`` that define pod ``ident`` = (namespace, name), in the
+        kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
+        names across files")."""
+        out = []
+        for other in self.live_names():
+            if other == besides:
+                continue
+            st = self._state_at("live", other)
+            if st is not None and self.pod_identity(st.data) == ident:
+                out.append(other)
+        return out
+
     def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
         """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
-        others = []
-        for other in self.live_names():
-            if other == file_name:
-                continue
-            st = self._state_at("live", other)
-            if st is not None and self.pod_identity(st.data) == (namespace, name):
-                others.append(other)
+        others = self.files_defining((namespace, name), besides=file_name)
         if others:
             winner = sorted(others + [file_name])[-1]
             raise Conflict(
@@ -1077,8 +1084,7 @@ class Engine:
                     hint="replace the link with a regular file (cp --remove-destination TARGET LINK), then park",
                 )
             ident = self.pod_identity(st.data)
-            twins = [o for o in self.live_names() if o != fn and ident is not None
-                     and (o_st := self._state_at("live", o)) is not None and self.pod_identity(o_st.data) == ident]
+            twins = self.files_defining(ident, besides=fn) if ident is not None else []
             if twins and ident is not None:
                 raise Conflict(
                     f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
@@ -1294,7 +1300,7 @@ class Engine:
             "manifest_dir": str(self.layout.manifest_dir),
             "components": [rows[k] for k in sorted(rows)],
             # intents whose process is gone: a live pid is an operation still under way
-            "interrupted": sum(1 for i in store.intents() if not _pid_alive(i.pid)) if store else 0,
+            "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }
 
 
@@ -1308,7 +1314,8 @@ def split_at(spec: str) -> tuple[str, int | None]:
     return spec, None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (EPERM counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
