@@ -374,10 +374,13 @@ class Engine:
             if head is not None:
                 return Target(head.component, head.file_name, False, False)
         known = sorted({self.component_for(n) for n in live + parked})
-        raise UnknownComponent(
-            f"no component {name!r} in {self.layout.manifest_dir}",
-            hint=("known components: " + ", ".join(known)) if known else "the manifest directory is empty",
-        )
+        import difflib
+
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = "the manifest directory is empty"
+        if known:
+            hint = (f"did you mean {close[0]}? " if close else "") + "known components: " + ", ".join(known)
+        raise UnknownComponent(f"no component {name!r} in {self.layout.manifest_dir}", hint=hint)
 
     def _state_at(self, location: str, file_name: str) -> fsops.FileState | None:
         base = self.layout.manifest_dir if location == "live" else self.layout.parked_dir
