@@ -76,6 +76,7 @@ def test_an_unknown_component_lists_the_known_ones(kubeadm, ctl) -> None:
     assert r.rc == 3
     err = r.json()["error"]
     assert err["code"] == "unknown-component" and "kube-scheduler" in err["hint"]
+    assert err["hint"].startswith("did you mean kube-scheduler?")
 
 
 def test_park_records_the_user_behind_sudo(kubeadm, ctl_proc) -> None:
