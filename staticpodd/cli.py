@@ -448,6 +448,12 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
                              else "drift: changed by someone else")
             if r.get("park_broken"):
                 notes.append("PARK BROKEN: live again while parked")
+            if r["state"] == "removed":
+                notes.append(f"not in the directory any more; `{PROG} rollback {r['component']}` puts "
+                             f"version {r['version']} back")
+            if r.get("unparked_by_hand"):
+                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {r['component']}` "
+                             "closes the park record")
             p = r["parked"]
             if p:
                 from datetime import datetime

@@ -432,9 +432,12 @@ class Engine:
             manifest, warnings = gate(data, display_path, self.validate_options())
         except InvalidManifest as exc:
             self.store.set_verdict(digest, validator_id(), False)
-            self._log(
+            first = exc.findings[0] if exc.findings else None
+            where = f" at line {exc.line}" if exc.line else ""
+            what = f" ({first.code}{', ' + exc.field if exc.field else ''})" if first else ""
+            self._log(  # codes, lines and field paths only: messages may quote values from the manifest
                 Event.REFUSED_INVALID,
-                f"refused {display_path}: {exc.message}",
+                f"refused {display_path}: not a valid static pod manifest{where}{what}",
                 priority=WARNING,
                 component=component,
                 digest=digest,
@@ -646,12 +649,12 @@ class Engine:
                     )
         return changes
 
-    def _scan_before_change(self, file_name: str) -> None:
+    def _scan_before_change(self, file_name: str) -> list[Change]:
         """Record drift before a change: of this component's files; of everything on first contact
         (a fresh store adopts the whole directory). Other components' files are the daemon's to
         record once their writers are done (a CLI scan could catch them half-written)."""
         first_contact = not self.store.components()
-        self.scan(None if first_contact else [file_name])
+        return self.scan(None if first_contact else [file_name])
 
     def _too_large(self, key: str, loc: str, fn: str, observed: dict[str, Observed], changes: list[Change]) -> bool:
         """A file over the kubelet's 10 MB cap (KUBELET.md "Which files are pods") is never read
@@ -1128,9 +1131,13 @@ class Engine:
         """
         with self.locked():
             target = self.resolve(name, allow_recorded=False)
-            self._scan_before_change(target.file_name)
+            found = self._scan_before_change(target.file_name)
             target = self.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
+            if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
+                return Result("unpark", comp, fn, False,
+                              f"{comp}: {fn} was already moved back by hand; its park record is now closed",
+                              location="live")
             if not target.parked:
                 raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             if target.live:
@@ -1258,7 +1265,8 @@ class Engine:
         return unified_diff(da, db, f"{comp}@{a}", label_b)
 
     def status(self) -> dict[str, Any]:
-        """Every component with its state (``live``/``parked``/``missing``), newest version, digest
+        """Every component with its state (``live``, ``parked``, ``missing`` = parked copy gone,
+        ``removed`` = recorded but no longer in the directory), newest version, digest
         of its current bytes, drift, park record, plus interrupted operations. Read-only: takes no
         lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
         """
@@ -1292,7 +1300,22 @@ class Engine:
                     "parked": parks[comp].to_dict() if comp in parks else None,
                 }
                 if loc == "live" and comp in parks:
-                    rows[comp]["park_broken"] = True
+                    if fn in parked:  # both copies: someone wrote it back while parked
+                        rows[comp]["park_broken"] = True
+                    else:  # the parked copy was moved back by hand: effectively unparked
+                        rows[comp]["unparked_by_hand"] = True
+        if store is not None:
+            for comp in store.components():
+                if comp in rows or comp in parks:
+                    continue
+                last = store.events(comp, limit=1)
+                if last and last[-1]["kind"] == "quarantined":
+                    continue  # a stray the daemon moved out on purpose
+                head = store.head(comp)
+                assert head is not None
+                rows[comp] = {"component": comp, "file_name": head.file_name, "state": "removed",
+                              "version": head.seq, "digest": None, "drift": False, "mode": None,
+                              "stray": component_of(head.file_name) == head.file_name, "parked": None}
         for comp, p in parks.items():
             if comp not in rows:
                 head = store.head(comp) if store else None

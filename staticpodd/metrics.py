@@ -47,7 +47,7 @@ from . import __version__
 from .errors import FsError
 
 TEXTFILE_NAME = "staticpodd.prom"
-STATES = ("live", "parked", "missing")
+STATES = ("live", "parked", "missing", "removed")
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ def render(snapshot: MetricsSnapshot) -> str:
         counts[c.state] = counts.get(c.state, 0) + 1
     w.family(
         "staticpodd_components",
-        "Number of components per state (live, parked, missing).",
+        "Number of components per state (live, parked, missing, removed).",
         [({"state": s}, n) for s, n in counts.items()],
     )
     w.family(

@@ -419,3 +419,38 @@ def test_a_top_level_json_flag_counts_for_validate(kubeadm, ctl) -> None:
         rc = cli.main(["--json", "validate", str(kubeadm.manifests), "--root", str(kubeadm.root)])
     assert rc == 0
     assert json.loads(buf.getvalue().strip().splitlines()[-1])["command"] == "validate"
+
+
+def test_a_component_removed_by_hand_stays_in_status_and_can_be_put_back(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-controller-manager").rc == 0 and ctl("unpark", "kube-controller-manager").rc == 0
+    original = (kubeadm.manifests / SCHED).read_bytes()
+    (kubeadm.manifests / SCHED).rename(tmp_path / "elsewhere.yaml")
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler"]["state"] == "removed"
+    assert ctl("rollback", "kube-scheduler").rc == 0
+    assert (kubeadm.manifests / SCHED).read_bytes() == original
+
+
+def test_unpark_after_the_parked_copy_was_moved_back_by_hand_closes_the_park(kubeadm, ctl) -> None:
+    assert ctl("park", "kube-scheduler", "--for", "1h").rc == 0
+    (kubeadm.parked / SCHED).rename(kubeadm.manifests / SCHED)  # the README's 3 a.m. escape hatch
+    row = next(c for c in ctl("status", "--json").json()["components"] if c["component"] == "kube-scheduler")
+    assert row.get("unparked_by_hand") and not row.get("park_broken")
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 0 and "moved back by hand" in r.json()["msg"]
+    row = next(c for c in ctl("status", "--json").json()["components"] if c["component"] == "kube-scheduler")
+    assert row["parked"] is None
+
+
+def test_a_refusal_in_the_journal_never_quotes_the_manifest(sandbox, ctl_proc, tmp_path) -> None:
+    from spd_testlib import journal_entries
+
+    src = tmp_path / "web.yaml"
+    src.write_text(small_pod("web") + '  priority: "--password=HUNTER2SECRET"\n')
+    r = ctl_proc("apply", str(src))
+    assert r.returncode == 1
+    entries = journal_entries(sandbox.root, want=lambda es: any(e.get("STATICPODD_EVENT") == "REFUSED_INVALID"
+                                                                for e in es))
+    refused = [e for e in entries if e.get("STATICPODD_EVENT") == "REFUSED_INVALID"]
+    assert refused and "not a valid static pod manifest" in refused[0]["MESSAGE"]
+    assert all("HUNTER2SECRET" not in " ".join(map(str, e.values())) for e in entries)

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from staticpodd import __version__
 from staticpodd.errors import FsError
 from staticpodd.metrics import (
+    STATES,
     ComponentMetrics,
     MetricsSnapshot,
     format_value,
@@ -125,7 +126,7 @@ def test_rendered_status_parses_back_to_the_numbers():
     assert value(fams, "staticpodd_component_state", component="kube-scheduler", state="live") == 0
     assert value(fams, "staticpodd_component_state", component="kube-apiserver", state="live") == 1
     assert value(fams, "staticpodd_component_state", component="kube-controller-manager", state="missing") == 1
-    assert len(fams["staticpodd_component_state"]) == 5 * 3
+    assert len(fams["staticpodd_component_state"]) == 5 * len(STATES)
     assert value(fams, "staticpodd_component_state", component="etcd", state="live", file_name="etcd.yaml") == 1
 
     assert value(fams, "staticpodd_component_version", component="kube-apiserver") == 4
