@@ -826,6 +826,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
 
 def _report_error(out: Out, exc: StaticpodError) -> None:
     if out.json:
+        if out.command in ("apply", "edit", "rollback", "park", "unpark"):
+            out.body.setdefault("changed", False)  # config management reads it on failure too
         out.finish(False, error=exc.to_dict())
         return
     if isinstance(exc, InvalidManifest) and exc.findings:

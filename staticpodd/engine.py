@@ -142,6 +142,8 @@ class Result:
     park: ParkRecord | None = None
     check: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Ansible's diff form: before/after texts and their headers (``--json``'s ``diff``).
+    diff_pair: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -155,7 +157,7 @@ class Result:
             "version": self.version.seq if self.version else None,
             "digest": self.digest,
             "previous_digest": self.previous_digest,
-            "diff": {"text": self.diff} if self.diff is not None else None,
+            "diff": dict(self.diff_pair, text=self.diff) if self.diff is not None else None,
             "warnings": [w.to_dict() for w in self.warnings],
             "park": self.park.to_dict() if self.park else None,
         }
@@ -883,6 +885,8 @@ class Engine:
         old_digest = digest_of(cur.data) if cur else None
         label_a = f"{comp} (current)" if cur else "/dev/null"
         diff = unified_diff(cur.data if cur else None, data, label_a, f"{comp} (new)")
+        pair = {"before": (cur.data if cur else b"").decode("utf-8", "replace"), "before_header": label_a,
+                "after": data.decode("utf-8", "replace"), "after_header": f"{comp} (new)"}
         if old_digest == new_digest:
             res = Result(action, comp, fn, False, f"{comp}: unchanged ({fn}, {loc})", location=loc,
                          version=self.store.head(comp) if self.layout.db_path.exists() else None,
@@ -903,7 +907,7 @@ class Engine:
             where = "parked copy of " if loc == "parked" else ""
             msg = f"{comp}: would {action} {where}{fn}" + (" and unpark it" if loc == "parked" and unpark else "")
             return Result(action, comp, fn, True, msg, location=loc, previous_digest=old_digest, digest=new_digest,
-                          diff=diff, warnings=warnings, check=True)
+                          diff=diff, warnings=warnings, check=True, diff_pair=pair)
         self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest)
         if cur is not None:
             mode, uid, gid = cur.mode, cur.uid, cur.gid
@@ -962,7 +966,7 @@ class Engine:
                 res.changed = True
                 return res
         return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
-                      digest=new_digest, diff=diff, warnings=warnings)
+                      digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
 
     def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from .validate import gate

@@ -106,6 +106,7 @@ def test_apply_validates_records_and_swaps_in_keeping_mode_and_owner(kubeadm, ct
     assert r.rc == 0, r.err
     body = r.json()
     assert body["changed"] and body["version"] == 2 and "+    - --profiling=false" in body["diff"]["text"]
+    assert body["diff"]["after"] == new and "--profiling" not in body["diff"]["before"]  # Ansible's form
     assert live.read_text() == new
     st = os.stat(live)
     assert stat.S_IMODE(st.st_mode) == 0o644
@@ -173,6 +174,7 @@ def test_an_invalid_manifest_is_refused_with_file_and_line_and_nothing_changes(k
     r = ctl("apply", str(corpus / "cases" / case), "--as", "kube-apiserver", "--json")
     assert r.rc == 1
     err = r.json()["error"]
+    assert r.json()["changed"] is False
     assert err["code"] == "invalid-manifest"
     assert err["path"].endswith(case)
     assert err["findings"] and err["findings"][0]["severity"] == "error"
