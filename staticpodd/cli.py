@@ -805,6 +805,12 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
         problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
     for exc in _config_problems:
         problem("config-invalid", str(exc))
+    from .journal import journal_status
+
+    journal_ok, journal_detail = journal_status()
+    out.say(f"journal: {journal_detail}")
+    if not journal_ok:
+        problem("journal-unreachable", journal_detail)
     out.say(f"daemon: {daemon['detail']}")
     if daemon["running"] and not daemon["healthy"]:
         problem("daemon-unhealthy", daemon["detail"])  # not running at all is allowed: the CLI works alone
@@ -817,7 +823,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     ok = errors == 0 and not problems
     out.say("no problems found" if ok else f"{errors + len(problems)} problem(s) found")
     out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
-               interrupted=st["interrupted"])
+               interrupted=st["interrupted"], journal={"ok": journal_ok, "detail": journal_detail})
     return EXIT_OK if ok else EXIT_FAILURE
 
 

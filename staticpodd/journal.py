@@ -76,6 +76,33 @@ class Event(Enum):
         return self.value
 
 
+def journal_status(socket_path: str = JOURNAL_SOCKET) -> tuple[bool, str]:
+    """Whether entries reach journald, as ``(ok, detail)`` for ``staticpodctl doctor``.
+
+    ``ok`` is False only when entries would be lost from the journal unexpectedly: the socket is
+    missing, or it is left over from a journald that is gone (connect() is refused; the file
+    alone proves nothing), or systemd-python is not installed. ``STATICPODD_NO_JOURNAL=1`` is a
+    deliberate choice and counts as ok. Never raises.
+    """
+    import socket
+
+    if os.environ.get("STATICPODD_NO_JOURNAL") == "1":
+        return True, "disabled by STATICPODD_NO_JOURNAL=1: entries go to stderr"
+    try:
+        from systemd import journal as _journal  # type: ignore[import-not-found,attr-defined]  # noqa: F401
+    except ImportError:
+        return False, "systemd-python is not installed: entries go to stderr, not to the journal"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        sock.connect(socket_path)
+    except OSError as exc:
+        return False, (f"journald does not answer on {socket_path} ({exc.strerror or exc}): entries go to "
+                       "stderr, not to the journal (is systemd-journald running?)")
+    finally:
+        sock.close()
+    return True, f"journald answers on {socket_path}"
+
+
 _sender: Callable[..., Any] | None = None
 _sender_resolved = False
 

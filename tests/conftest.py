@@ -20,7 +20,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spd_testlib import KUBEADM, REPO, Run, Sandbox, corpus_dir, staticpodctl_cmd  # noqa: E402
+from spd_testlib import KUBEADM, REPO, Run, Sandbox, corpus_dir, journald_alive, staticpodctl_cmd  # noqa: E402
+
+STRICT = os.environ.get("STATICPODD_TESTS_STRICT") == "1"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under the test command (STATICPODD_TESTS_STRICT=1) journald must answer before anything
+    runs: without it every journal assertion would wait out its timeout, one test at a time."""
+    if STRICT and not journald_alive():
+        pytest.exit("journald does not answer on /run/systemd/journal/socket (a stale socket from a "
+                    "killed journald looks the same as a live one); bash .ci/setup starts it", returncode=3)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Under the test command a skip is a failure: on CI a skip means a missing install step
+    (journald, rpmbuild, the corpus …), which must not pass as green."""
+    outcome = yield
+    report = outcome.get_result()
+    if STRICT and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under STATICPODD_TESTS_STRICT=1 (the test command): {reason}"
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -111,10 +112,28 @@ def staticpodctl_cmd() -> list[str]:
 JOURNAL_SOCKET = Path("/run/systemd/journal/socket")
 
 
+def journald_alive() -> bool:
+    """True when a journald answers on its socket (and journalctl exists to read entries back).
+
+    The socket file alone proves nothing: when journald is killed its sockets stay behind and
+    every send is refused (ECONNREFUSED), which sends our entries to the stderr fallback.
+    """
+    if shutil.which("journalctl") is None:
+        return False
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        sock.connect(str(JOURNAL_SOCKET))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
 def journal_entries(root: Path, *, want: Callable[[list[dict]], bool] | None = None,
                     timeout: float = 10.0) -> list[dict]:
     """journald entries whose STATICPODD_ROOT is ``root`` (polls until ``want(entries)``)."""
-    if not JOURNAL_SOCKET.exists() or shutil.which("journalctl") is None:
+    if not journald_alive():
         pytest.skip("journald is not running here (.ci/setup starts it)")
     deadline = time.monotonic() + timeout
     while True:

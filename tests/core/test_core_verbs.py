@@ -456,3 +456,36 @@ def test_a_refusal_in_the_journal_never_quotes_the_manifest(sandbox, ctl_proc, t
     refused = [e for e in entries if e.get("STATICPODD_EVENT") == "REFUSED_INVALID"]
     assert refused and "not a valid static pod manifest" in refused[0]["MESSAGE"]
     assert all("HUNTER2SECRET" not in " ".join(map(str, e.values())) for e in entries)
+
+
+def test_doctor_says_the_journal_is_reachable_when_journald_answers(kubeadm, ctl) -> None:
+    from spd_testlib import journald_alive
+
+    if not journald_alive():
+        pytest.skip("journald is not running here (.ci/setup starts it)")
+    r = ctl("doctor", "--json")
+    assert r.json()["journal"]["ok"] is True
+    assert not any(p["code"] == "journal-unreachable" for p in r.json()["problems"])
+
+
+def test_doctor_reports_a_stale_journal_socket_left_by_a_dead_journald(kubeadm, ctl, tmp_path,
+                                                                     monkeypatch) -> None:
+    """The CI failure this guards against: journald killed, its socket file left behind; every
+    entry silently went to stderr. A real socket file that nobody listens on any more."""
+    import socket
+
+    from staticpodd import journal
+
+    stale = tmp_path / "socket"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(str(stale))
+    s.close()
+    assert stale.exists()
+    monkeypatch.setattr(journal.journal_status, "__defaults__", (str(stale),))
+    monkeypatch.delenv("STATICPODD_NO_JOURNAL", raising=False)
+    r = ctl("doctor", "--json")
+    assert r.rc == 1
+    [p] = [p for p in r.json()["problems"] if p["code"] == "journal-unreachable"]
+    assert str(stale) in p["message"] and "stderr" in p["message"]
+    monkeypatch.setenv("STATICPODD_NO_JOURNAL", "1")  # a deliberate choice is not a problem
+    assert ctl("doctor", "--json").json()["journal"]["ok"] is True

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from spd_testlib import journald_alive
 
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
@@ -57,7 +57,7 @@ def read_journal(root: Path, *, want: int = 1, event: str | None = None) -> list
 
     Polls up to 10 s for at least ``want`` entries: journald writes asynchronously.
     """
-    if shutil.which("journalctl") is None or not os.path.exists("/run/systemd/journal/socket"):
+    if not journald_alive():
         pytest.skip("journald is not running here (see .ci/setup)")
     match = [f"STATICPODD_ROOT={root}"]
     if event:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from spd_testlib import journald_alive
 
 from staticpodd import __version__
 
@@ -175,7 +176,7 @@ def test_man_pages_and_completion_are_installed(installed_pkg: Path, tmp_path: P
     assert run("bash", "-c", code, cwd=tmp_path).stdout.split() == ["park"]
 
 
-@pytest.mark.skipif(not Path("/run/systemd/journal/socket").exists(), reason="journald is not running")
+@pytest.mark.skipif(not journald_alive(), reason="journald is not running (.ci/setup starts it)")
 def test_journalctl_x_explains_an_event_with_the_installed_catalog(installed_pkg: Path, tmp_path: Path) -> None:
     assert "staticpodd: " in run("journalctl", "--list-catalog").stdout
     marker = f"/pkgtest-{uuid.uuid4().hex}"
