@@ -171,6 +171,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("component")
     p.add_argument("a", nargs="?", type=int, help="version A (default: the newest)")
     p.add_argument("b", nargs="?", type=int, help="version B (default: the current file)")
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 1 when there are differences, 0 when there are none (as git diff --exit-code)")
     p.set_defaults(handler=cmd_diff)
 
     p = verb_("rollback", "put an earlier version back (recorded as a new version)")
@@ -740,7 +742,7 @@ def cmd_diff(args: argparse.Namespace, out: Out) -> int:
         out.finish(True, component=args.component, a=args.a, b=args.b, diff={"text": text}, same=not text)
     else:
         sys.stdout.write(text)
-    return EXIT_OK
+    return EXIT_FAILURE if args.exit_code and text else EXIT_OK
 
 
 def cmd_recover(args: argparse.Namespace, out: Out) -> int:

@@ -240,6 +240,9 @@ def test_diff_and_show_speak_in_versions(kubeadm, ctl, tmp_path) -> None:
     assert d.startswith("--- kube-scheduler@1\n+++ kube-scheduler@2\n")
     assert "-    - --leader-elect=true" in d and "+    - --leader-elect=false" in d
     assert ctl("diff", "kube-scheduler").out == ""  # newest version vs live: no drift
+    assert ctl("diff", "kube-scheduler", "1", "2").rc == 0  # plain diff: 0 either way
+    assert ctl("diff", "kube-scheduler", "1", "2", "--exit-code").rc == 1  # as git diff --exit-code
+    assert ctl("diff", "kube-scheduler", "--exit-code").rc == 0
     assert ctl("show", "kube-scheduler").out == src.read_text()
     assert ctl("show", "kube-scheduler@x", "--json").rc == 2
 
