@@ -7,9 +7,11 @@ validated with pkg/apis/core/validation/validation.go ``ValidatePodCreate``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
+from staticpodd.manifest import locate
 from staticpodd.validate.findings import Finding, make
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -197,18 +199,19 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
         ]
     name = (meta or {}).get("name")
     if name is None or name == "":
-        field = "metadata" if meta is not None else "kind"
-        return [
-            make(
-                "name-missing",
-                "error",
-                path,
-                positions,
-                field,
-                'metadata.name is missing: the kubelet refuses the pod ("name is needed for the pod")',
-                "add metadata.name (usually the component's name, e.g. kube-scheduler)",
-            )
-        ]
+        finding = make(
+            "name-missing",
+            "error",
+            path,
+            positions,
+            "metadata.name",
+            'metadata.name is missing: the kubelet refuses the pod ("name is needed for the pod")',
+            "add metadata.name (usually the component's name, e.g. kube-scheduler)",
+        )
+        if finding.line is None:  # no metadata at all: point at the top-level kind, where it belongs
+            line, column = locate(positions or {}, "kind")
+            finding = dataclasses.replace(finding, line=line or 1, column=column or 1)
+        return [finding]
     if not isinstance(name, str):
         return [
             make(

@@ -464,3 +464,10 @@ def test_lower_case_kind_is_not_a_pod_with_a_case_hint():
 )
 def test_a_missing_required_field_is_reported_once(spec):
     assert codes(run(pod(spec))) == ["schema-required"]
+
+
+def test_name_missing_names_metadata_name_and_a_line_even_without_metadata():
+    [f] = [f for f in run(b"apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n") if f.code == "name-missing"]
+    assert (f.field, f.line) == ("metadata.name", 2)  # no metadata at all: the line of kind
+    [f] = [f for f in run(b"apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: b}\n") if f.code == "name-missing"]
+    assert f.field == "metadata.name" and f.line == 3  # the metadata mapping it belongs in
