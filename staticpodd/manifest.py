@@ -510,6 +510,32 @@ class Decoded:
     extra_documents: int  # later documents that are empty (a trailing ``---``)
 
 
+def too_large(size: int, max_bytes: int) -> DecodeProblem:
+    """The ``too-large`` problem for a file of ``size`` bytes (its real size: ``os.fstat``, not
+    how much was read) over ``max_bytes``, saying truthfully whose limit it is.
+
+    Over :data:`KUBELET_MAX_BYTES` (10 MiB, ``maxConfigLength`` in pkg/kubelet/config/file.go;
+    KUBELET.md "Which files are pods") the kubelet itself refuses the file and drops its pod.
+    Between staticpodd's ``max_manifest_bytes`` (default :data:`DEFAULT_MAX_BYTES`, 1 MiB) and
+    10 MiB only staticpodd refuses it: the kubelet still reads it and runs it if it is otherwise
+    valid (the validator stops at the size and does not look further).
+    """
+    if size > KUBELET_MAX_BYTES:
+        return DecodeProblem(
+            "too-large",
+            f"file is {size} bytes, over the kubelet's own {KUBELET_MAX_BYTES}-byte (10 MiB) limit: "
+            "the kubelet refuses it and drops its pod",
+            hint="a static pod manifest is a few KB; move this file out of the manifest directory",
+        )
+    return DecodeProblem(
+        "too-large",
+        f"file is {size} bytes, over staticpodd's {max_bytes}-byte limit (max_manifest_bytes); the kubelet "
+        f"reads files up to {KUBELET_MAX_BYTES} bytes (10 MiB) and still runs this one if it is otherwise valid",
+        hint="a static pod manifest is a few KB; raise max_manifest_bytes in staticpodd.yaml only if this "
+        "is really a manifest",
+    )
+
+
 def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
     """Decode bytes as sigs.k8s.io/yaml ``YAMLToJSON`` would (first layer of validation).
 
@@ -520,13 +546,7 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
     excessive aliasing, NaN/Inf values. Source: KUBELET.md "How a file is decoded".
     """
     if len(data) > max_bytes:
-        kubelet = " (the kubelet itself refuses files over 10 MB)" if len(data) > KUBELET_MAX_BYTES else ""
-        raise DecodeProblem(
-            "too-large",
-            f"file is {len(data)} bytes, over the {max_bytes}-byte limit{kubelet}",
-            hint="a static pod manifest is a few KB; raise max_manifest_bytes in staticpodd.yaml only if this "
-            "is really a manifest",
-        )
+        raise too_large(len(data), max_bytes)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -2,7 +2,8 @@
 
 ``CODES[code] = (layer, severity, source)``. ``severity`` is the usual one: ``schema-unknown-field``
 becomes an error with ``strict``; ``api-object-reference`` is a warning for kubelets before
-v1.34; ``host-port-conflict`` is a warning between duplicate files of one pod.
+v1.34. ``host-port-conflict`` is never reported between files that define one pod (the
+kubelet runs only one of them; ``duplicate-pod`` covers them).
 """
 
 from __future__ import annotations

@@ -98,8 +98,21 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
                     )
                 ],
             )
+        if st.st_size > options.max_bytes:
+            # refused by size without reading it all; the message gives the real size (fstat)
+            return None, {}, [_too_large_finding(st.st_size, display, options)]
         data = fh.read(options.max_bytes + 1)
+        if len(data) > options.max_bytes:  # grew since the fstat
+            return None, {}, [_too_large_finding(max(len(data), os.fstat(fh.fileno()).st_size), display, options)]
     return validate(data, display, options)
+
+
+def _too_large_finding(size: int, display: str, options: Options) -> Finding:
+    """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.manifest.too_large`)."""
+    from staticpodd.manifest import too_large
+
+    problem = too_large(size, options.max_bytes)
+    return Finding(problem.code, "error", display, None, None, None, problem.message, problem.hint)
 
 
 _DEFAULT_SECURE_PORT = {"kube-apiserver": 6443, "kube-controller-manager": 10257, "kube-scheduler": 10259}
@@ -375,7 +388,9 @@ def _duplicates(pods: dict) -> list[Finding]:
 def _port_conflicts(pods: dict) -> list[Finding]:
     """Two pods claiming one host port: the second fails admission (NodePorts).
 
-    Duplicate files of one pod are reported as warnings (only one of them runs at a time).
+    Files that define one pod (same namespace/name) never conflict with each other: the kubelet
+    runs only one of them (KUBELET.md "Duplicate names across files"), and :func:`_duplicates`
+    already reports them as ``duplicate-pod``.
     """
     out = []
     claims: dict[tuple[str, int], list[tuple[tuple[str, str], str, str, str, dict]]] = {}
@@ -391,23 +406,18 @@ def _port_conflicts(pods: dict) -> list[Finding]:
                     continue
                 if ip != oip and "0.0.0.0" not in (ip, oip):
                     continue
-                same = okey == key
+                if okey == key:
+                    continue  # one pod in two files: duplicate-pod covers it, only one file runs
                 out.append(
                     make(
                         "host-port-conflict",
-                        "warning" if same else "error",
+                        "error",
                         display,
                         positions,
                         fieldp,
                         f"host port {port}/{proto} is also claimed by {okey[0]}/{okey[1]} in "
-                        f"{os.path.basename(odisplay)}: "
-                        + (
-                            "if both files ever run as pods, the second cannot bind the port"
-                            if same
-                            else "the kubelet admits one pod and rejects the other "
-                            "(\"node(s) didn't have free ports "
-                            'for the requested pod ports")'
-                        ),
+                        f"{os.path.basename(odisplay)}: the kubelet admits one pod and rejects the other "
+                        "(\"node(s) didn't have free ports for the requested pod ports\")",
                         "give each pod its own host port",
                     )
                 )

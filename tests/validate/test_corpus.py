@@ -78,7 +78,7 @@ CASES = {
     "B02-upgrade-with-bak": (["duplicate-pod"], ["stray"]),
     "B05-empty.yaml": (["empty"], []),
     "B05-truncated-invalid.yaml": (["yaml-syntax"], []),
-    "B07-rke2-tempfile": (["duplicate-pod"], ["stray", "host-port-conflict"]),
+    "B07-rke2-tempfile": (["duplicate-pod"], ["stray"]),
     "B08-daemonset.yaml": (["not-a-pod"], []),
     "B09-multidoc-configmap-first.yaml": (["multiple-documents"], []),
     "B10-foreign-files": (["not-a-pod", "not-a-pod", "not-an-object"], ["subdirectory-ignored", "stray"]),

@@ -189,3 +189,38 @@ def test_oversized_file_is_refused_without_reading_it_all(tmp_path):
     p = write(tmp_path, "big.yaml", b"# " + b"x" * 5000 + b"\n" + pod())
     small = dataclasses.replace(NODE, max_bytes=1000)
     assert codes(validate_path(p, small)) == ["too-large"]
+
+
+def test_oversized_file_reports_its_real_size_not_what_was_read(tmp_path):
+    """A 2,001,623-byte file over the 1 MiB default: the message gives 2001623, not limit+1."""
+    p = write(tmp_path, "huge.yaml", pod() + b"# " + b"x" * (2_001_623 - len(pod()) - 3) + b"\n")
+    assert p.stat().st_size == 2_001_623
+    (f,) = validate_path(p, NODE)
+    assert f.code == "too-large" and "file is 2001623 bytes" in f.message, f.message
+    assert str(NODE.max_bytes + 1) not in f.message
+
+
+def test_too_large_says_whose_limit_it_is(tmp_path):
+    """Over staticpodd's max_manifest_bytes but under the kubelet's 10 MiB: the kubelet still
+    runs it; over 10 MiB: the kubelet refuses it (pkg/kubelet/config/file.go maxConfigLength)."""
+    mid = write(tmp_path, "mid.yaml", pod() + b"#" + b"x" * 1_200_000 + b"\n")
+    (f,) = validate_path(mid, NODE)
+    assert "staticpodd's 1048576-byte limit (max_manifest_bytes)" in f.message, f.message
+    assert "still runs this one" in f.message and "drops" not in f.message
+    big = write(tmp_path, "big.yaml", pod() + b"#" + b"x" * (10 * 1024 * 1024) + b"\n")
+    (g,) = validate_path(big, NODE)
+    assert "over the kubelet's own 10485760-byte" in g.message and "refuses it" in g.message, g.message
+
+
+def test_one_pod_in_two_files_is_a_duplicate_not_a_host_port_conflict(mdir):
+    """The kubelet runs one of the two files (KUBELET.md "Duplicate names across files"), so
+    their shared host port can never conflict; a different pod on that port still does."""
+    spec = {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 8080}])]}
+    write(mdir, "web.yaml", pod(spec, name="web"))
+    write(mdir, "web.yaml.orig", pod(spec, name="web"))
+    found = validate_directory(mdir, NODE)
+    assert "host-port-conflict" not in codes(found), [f.format() for f in found]
+    assert "duplicate-pod" in codes(found)
+    write(mdir, "z-other.yaml", pod(spec, name="other"))
+    conflicts = [f for f in validate_directory(mdir, NODE) if f.code == "host-port-conflict"]
+    assert [(Path(f.path).name, f.severity) for f in conflicts] == [("z-other.yaml", "error")]
