@@ -46,14 +46,17 @@ from .reconcile import (
     Plan,
     Report,
     finding_key,
+    invalid_sentence,
     is_directory_finding,
+    over_our_limit_only,
     plan_changes,
     plan_expired_parks,
     plan_findings,
+    restore_note,
     status_line,
     stray_by_name,
 )
-from .watch import DIRECTORY, Hints, Watcher
+from .watch import DIRECTORY, Hints, Watcher, Writer, open_writers
 
 
 class BackgroundJournal(Journal):
@@ -113,6 +116,9 @@ HEARTBEAT_INTERVAL = 10.0
 RETRY_DELAY = 1.0
 #: Longest single wait for the lock in the main loop, seconds (see Daemon.lock_wait).
 LOCK_WAIT_MAX = 5.0
+#: While a restore or quarantine waits for a writer to close the file, it is looked at again this
+#: often (seconds), besides the inotify close-write event: a missed event never leaves it waiting.
+HOLD_RECHECK = 1.0
 #: Pid file under ``Layout.run_dir``: the running daemon holds an exclusive flock on it (one
 #: daemon per --root) and writes its pid into it.
 PID_FILE = "staticpodd.pid"
@@ -310,6 +316,12 @@ class Daemon:
         # the directory's names change (or a reload)
         self._restore_failed: dict[str, tuple[str, frozenset[str]]] = {}
         self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
+        # file_name -> (size, mtime_ns, st_ino) of the live files just before the last scan: a
+        # restore or quarantine acts only on a file that has not changed since (see _hold_reason)
+        self._scan_stats: dict[str, tuple[int, int, int]] = {}
+        # file_name -> pids whose open-for-writing descriptor holds back its restore/quarantine
+        # (logged once per set of pids; re-checked on close-write and every HOLD_RECHECK)
+        self._held: dict[str, frozenset[int]] = {}
 
     # -- set-up ---------------------------------------------------------------------------------
     def _layout_for(self, cfg: Config) -> Layout:
@@ -703,8 +715,9 @@ class Daemon:
                     scope = None if not busy else sorted(self._all_names() - busy)
                 else:
                     scope = names
+                self._scan_stats = self._live_stats()
                 changes = self.engine.scan(scope, validate=True, log=False)
-                plan = plan_changes(changes, self.config)
+                plan = plan_changes(changes, self.config, sizes=self._sizes())
                 self._track_changes(changes)
                 if full or names or changes:
                     found = self.last_findings = self._directory_findings()
@@ -771,6 +784,50 @@ class Daemon:
         else:
             self.runtime_problems.pop("reconcile", None)
 
+    def _live_stats(self) -> dict[str, tuple[int, int, int]]:
+        """``(size, mtime_ns, st_ino)`` of every regular file (symlinks followed) in the manifest
+        directory, by name. [] entries vanish silently (a race with a writer)."""
+        out: dict[str, tuple[int, int, int]] = {}
+        try:
+            entries = list(os.scandir(self.layout.manifest_dir))
+        except OSError:
+            return out
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                st = e.stat()
+            except OSError:
+                continue
+            out[e.name] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        return out
+
+    def _sizes(self) -> dict[str, int]:
+        """Live file sizes in bytes from the last stat snapshot (see :meth:`_live_stats`)."""
+        return {name: st[0] for name, st in self._scan_stats.items()}
+
+    def _hold_reason(self, file_name: str) -> tuple[str, list[Writer]] | None:
+        """Why a restore or quarantine of live ``file_name`` must wait, or None to go ahead.
+
+        ``("changed", [])``: its stat (size, mtime_ns, inode) differs from the one taken before
+        the scan, so the bytes judged are not the bytes on disk (someone is writing; the new
+        event or the re-check brings it back). ``("writer", writers)``: a process still holds it
+        open for writing (:func:`staticpodd.watch.open_writers`): a slow, non-atomic write in
+        progress. Renaming a version over it then would leave the writer writing into an
+        unlinked inode, and its complete bytes would never reach the disk nor the history.
+        """
+        path = self.layout.manifest_dir / file_name
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None  # gone: the engine's own checks report it
+        if self._scan_stats.get(file_name) != (st.st_size, st.st_mtime_ns, st.st_ino):
+            return "changed", []
+        writers = open_writers(path)
+        if writers:
+            return "writer", writers
+        return None
+
     def _busy_names(self) -> set[str]:
         return self.hints.pending_names() if self.hints is not None else set()
 
@@ -793,12 +850,16 @@ class Daemon:
             if _get(ch, "location") != "live":
                 continue
             if _get(ch, "valid") is False and _get(ch, "kind") != "removed":
+                ours_only = over_our_limit_only(_get(ch, "findings") or [], self._sizes().get(file_name))
+                text, _prio = invalid_sentence(
+                    file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes
+                )
                 self.invalid_live[file_name] = {
                     "code": "invalid-live",
-                    "severity": "error",
+                    "severity": "error" if ours_only is None else "warning",
                     "component": _get(ch, "component"),
                     "path": str(self.layout.live_path(file_name)),
-                    "message": f"{file_name} fails validation; the kubelet drops its pod at the next relist",
+                    "message": text.replace(" (see staticpodctl validate)", ""),
                 }
             else:
                 self.invalid_live.pop(file_name, None)
@@ -843,44 +904,57 @@ class Daemon:
         restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
         restoring = self._restoring(plan)
         observed = self.engine.store.observed() if restore_policy and bad else {}
+        sizes = self._sizes()
+        limit = self.config.max_manifest_bytes
         for name, fs in bad.items():
             codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
             stray = stray_by_name(name)
             component = None if stray else component_of(name)
             new = name not in self.invalid_live
+            ours_only = over_our_limit_only(fs, sizes.get(name))
+            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit)
             if new:
                 self.invalid_live[name] = {
                     "code": "invalid-live",
-                    "severity": "error",
+                    "severity": "error" if ours_only is None else "warning",
                     "component": component,
                     "path": str(mdir / name),
-                    "message": f"{name} fails validation ({codes}); the kubelet drops its pod at the next relist",
+                    "message": text,
                 }
             if name in changed or name in restoring:
                 continue  # plan_changes reported it (and decided about a restore) in this pass
-            restore = restore_policy and component is not None and self._may_restore(name, component, observed)
+            parked = component is not None and self.engine.store.park_of(component) is not None
+            restore = (
+                restore_policy and component is not None and not parked and self._may_restore(name, component, observed)
+            )
             if not (new or restore):
                 continue
             if restore:
-                policy_note = "; restoring the last good version"
+                policy_note = restore_note(ours_only)
             elif not restore_policy:
                 policy_note = "; policy on_invalid=alert"
             elif component is None:
                 policy_note = "; a stray is never restored (on_stray decides)"
+            elif parked:
+                policy_note = (
+                    f"; not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
+                    "component's live path (putting a version back would end the park)"
+                )
             else:
-                policy_note = f"; no earlier version to restore (staticpodctl history {component})"
+                policy_note = f"; not restored: no earlier version passes validation (staticpodctl history {component})"
             out.reports.append(
                 Report(
                     Event.INVALID_LIVE,
-                    ERR,
-                    f"{name} in the manifest directory fails validation ({codes}); the kubelet drops "
-                    "its pod at the next relist (about 20 s)" + policy_note,
+                    prio,
+                    text + policy_note,
                     {
                         "component": component,
                         "file_name": name,
                         "findings": codes,
-                        "policy": "restore" if restore else "alert",
+                        "policy": "restore" if restore_policy else "alert",
+                        "policy_action": "restore" if restore else "none",
                         "location": "live",
+                        "size": ours_only,
                     },
                 )
             )
@@ -988,18 +1062,70 @@ class Daemon:
         return validate_options(self.config)
 
     def _execute(self, plan: Plan) -> None:
-        """Log the plan's reports, then ask the engine for its actions (lock held)."""
+        """Log the plan's reports, then ask the engine for its actions (lock held).
+
+        A restore or quarantine is held back while the file is not quiet (:meth:`_hold_reason`):
+        changed since the scan, or still open for writing by some process. A held file is
+        re-checked when the writer closes it (inotify close-write is a hint) and every
+        :data:`HOLD_RECHECK` seconds, so it is never forgotten; the wait is logged once per set
+        of writers, naming pid and comm, and the report of a held file is not repeated.
+        """
+        held: dict[str, tuple[str, list[Writer]]] = {}
+        for a in plan.actions:
+            if a.verb in ("restore", "quarantine") and a.file_name and a.file_name not in held:
+                hold = self._hold_reason(a.file_name)
+                if hold is not None:
+                    held[a.file_name] = hold
+        for name in list(self._held):
+            if name not in held or held[name][0] != "writer":
+                self._held.pop(name, None)
         for r in plan.reports:
+            rname = str(r.fields.get("file_name") or "")
+            if rname in held and r.event in (Event.INVALID_LIVE, Event.STRAY_FOUND):
+                why, _writers = held[rname]
+                if why == "writer" and rname in self._held:
+                    continue  # reported when the wait began; the re-checks stay quiet
+                note = "; restoring the last good version"
+                if r.message.endswith("; quarantining it"):
+                    note = "; quarantining it"
+                elif note not in r.message:
+                    note = ""
+                if note:
+                    wait = (
+                        "once it is closed and unchanged" if why == "writer" else "once it stops changing"
+                    )
+                    r = Report(r.event, r.priority, r.message.split(note)[0] + note + " " + wait, r.fields)
             self.log(r.event, r.message, priority=r.priority, **r.fields)
+        for name, (why, writers) in held.items():
+            self._retry_names.add(name)
+            self._retry_at = time.monotonic() + HOLD_RECHECK
+            if why != "writer":
+                continue
+            pids = frozenset(w.pid for w in writers)
+            if self._held.get(name) == pids:
+                continue
+            self._held[name] = pids
+            verb = next(a.verb for a in plan.actions if a.file_name == name and a.verb in ("restore", "quarantine"))
+            who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers)
+            self.log(
+                Event.INVALID_LIVE if verb == "restore" else Event.STRAY_FOUND,
+                f"{name}: the {verb} waits for the writer to close the file: {who} still "
+                f"{'has' if len(writers) == 1 else 'have'} it open for writing",
+                priority=NOTICE,
+                file_name=name,
+                held_by_pid=",".join(str(w.pid) for w in writers),
+                held_by_comm=",".join(w.comm for w in writers),
+                policy_action="wait",
+            )
         restored: set[str] = set()
         # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
         # and the engine refuses to restore or unpark a file while another one defines its pod.
         # A file being restored is never quarantined (plan_findings' ``protect``, and below).
         order = {"quarantine": 0, "restore": 1}
         for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
-            if a.verb in ("restore", "quarantine") and a.file_name in self._busy_names():
-                # written again since we looked: never act on a file someone is writing; the
-                # debounced hint brings it back here with its final bytes
+            if a.verb in ("restore", "quarantine") and (a.file_name in self._busy_names() or a.file_name in held):
+                # written again since we looked, or still open for writing: never act on a file
+                # someone is writing; the debounced hint (or the re-check) brings it back here
                 continue
             if a.verb == "quarantine" and a.file_name in restored:
                 continue  # a component's manifest just put back: never moved out of sight

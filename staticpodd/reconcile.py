@@ -112,7 +112,51 @@ def _finding_summary(findings: Iterable[Any], limit: int = 3) -> str:
     return ", ".join(out)
 
 
-def plan_changes(changes: Iterable[Any], config: Any) -> Plan:
+def over_our_limit_only(findings: Iterable[Any], size: int | None) -> int | None:
+    """``size`` when the only error among ``findings`` is ``too-large`` and ``size`` (bytes, the
+    file's real size) is at most the kubelet's own limit: the file is refused only by
+    staticpodd's ``max_manifest_bytes`` and the kubelet still reads it (pkg/kubelet/config/file.go
+    maxConfigLength, 10 MiB; KUBELET.md "Which files are pods"). None otherwise."""
+    from .manifest import KUBELET_MAX_BYTES
+
+    codes = {str(_get(f, "code")) for f in findings if _get(f, "severity") == "error"}
+    if codes != {"too-large"} or size is None or size > KUBELET_MAX_BYTES:
+        return None
+    return size
+
+
+def invalid_sentence(file_name: str, summary: str, *, ours_only: int | None, limit: int | None) -> tuple[str, int]:
+    """``(MESSAGE start, priority)`` of an INVALID_LIVE report, without the policy note.
+
+    A file the kubelet refuses: ERR, "the kubelet drops its pod at the next relist". A file over
+    only staticpodd's ``max_manifest_bytes`` (``ours_only`` is its size, see
+    :func:`over_our_limit_only`): WARNING, and the message says the kubelet still runs it.
+    """
+    if ours_only is not None:
+        return (
+            f"{file_name} is {ours_only} bytes, over staticpodd's limit max_manifest_bytes="
+            f"{limit if limit is not None else 'default'}; the kubelet reads files up to 10 MiB and still runs "
+            "it if it is otherwise valid (staticpodd does not look further)",
+            WARNING,
+        )
+    return (
+        f"{file_name} fails validation ({summary or 'see staticpodctl validate'}); the kubelet drops "
+        "its pod at the next relist (about 20 s)",
+        ERR,
+    )
+
+
+def restore_note(ours_only: int | None) -> str:
+    """The policy note of an INVALID_LIVE report whose file is being restored."""
+    if ours_only is not None:
+        return (
+            "; restoring the last good version anyway: on_invalid=restore enforces staticpodd's own size "
+            "limit (raise max_manifest_bytes to keep such a file; the new bytes stay in history)"
+        )
+    return "; restoring the last good version"
+
+
+def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] | None = None) -> Plan:
     """Reports and actions for the engine's ``Change`` records from one scan.
 
     ``Change`` shape (``staticpodd.engine.Change``): ``component, file_name, location
@@ -120,8 +164,13 @@ def plan_changes(changes: Iterable[Any], config: Any) -> Plan:
     Every change is reported with actor ``external`` (see :data:`CHANGE_KINDS`). Invalid live
     bytes are INVALID_LIVE at error priority and, under ``on_invalid: restore``, a ``restore``
     action -- except for a broken park (restoring would un-park it) and for adoption of a fresh
-    store (there is no earlier version to go back to). Finding *messages* are not copied into the
-    journal (they can quote manifest values); only codes and lines are.
+    store (there is no earlier version to go back to); the MESSAGE then says why it is not
+    restored (a parked component's live path: restoring would end the park). ``sizes``
+    (file name -> bytes, from the daemon's stat) lets a file refused only by staticpodd's own
+    ``max_manifest_bytes`` be told apart from one the kubelet refuses (:func:`invalid_sentence`).
+    Finding *messages* are not copied into the journal (they can quote manifest values); only
+    codes and lines are. Fields: ``POLICY`` is the configured ``on_invalid``, ``POLICY_ACTION``
+    ``restore`` or ``none``.
     """
     plan = Plan()
     for ch in changes:
@@ -151,20 +200,40 @@ def plan_changes(changes: Iterable[Any], config: Any) -> Plan:
         if valid is not False or location != "live":
             continue
         summary = _finding_summary(findings)
-        restore = (
-            getattr(config, "on_invalid", "alert") == "restore"
-            and kind not in ("park-broken", "adopted")
-            and bool(component)
-            and not stray_by_name(str(file_name or ""))  # a leftover is never put back, only reported
+        policy = getattr(config, "on_invalid", "alert")
+        leftover = stray_by_name(str(file_name or ""))
+        if policy != "restore":
+            skip = "policy on_invalid=alert"
+        elif kind == "park-broken":
+            skip = (
+                f"not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
+                "component's live path (putting a version back would end the park; see PARK_BROKEN)"
+            )
+        elif kind == "adopted":
+            skip = "not restored: the store was just adopted, there is no earlier version"
+        elif not component:
+            skip = "not restored: it is no component's manifest"
+        elif leftover:
+            skip = "not restored: a leftover is never put back (on_stray decides)"
+        else:
+            skip = None
+        restore = skip is None
+        ours_only = over_our_limit_only(findings, (sizes or {}).get(str(file_name)))
+        text, prio = invalid_sentence(
+            str(file_name), summary, ours_only=ours_only, limit=getattr(config, "max_manifest_bytes", None)
         )
         plan.reports.append(
             Report(
                 Event.INVALID_LIVE,
-                ERR,
-                f"{file_name} fails validation ({summary or 'see staticpodctl validate'}); the kubelet drops "
-                "its pod at the next relist (about 20 s)"
-                + ("; restoring the last good version" if restore else "; policy on_invalid=alert"),
-                {**fields, "findings": summary or None, "policy": "restore" if restore else "alert"},
+                prio,
+                text + (restore_note(ours_only) if restore else f"; {skip}"),
+                {
+                    **fields,
+                    "findings": summary or None,
+                    "policy": policy,
+                    "policy_action": "restore" if restore else "none",
+                    "size": ours_only,
+                },
             )
         )
         if restore:
@@ -351,7 +420,10 @@ __all__ = [
     "Plan",
     "Report",
     "finding_event",
+    "invalid_sentence",
     "is_directory_finding",
+    "over_our_limit_only",
+    "restore_note",
     "finding_key",
     "is_stray",
     "plan_changes",
