@@ -340,8 +340,14 @@ def _engine(args: argparse.Namespace) -> Any:
     from .journal import Journal
 
     layout = _layout(args)
+    loaded: list[Any] = []
 
-    def loader() -> Any:
+    def loader() -> Any:  # loads (and warns) once, however often it is asked
+        if not loaded:
+            loaded.append(_load())
+        return loaded[0]
+
+    def _load() -> Any:
         try:
             return _load_config(args, layout)
         except ConfigError as exc:
@@ -436,6 +442,9 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
         out.say(f"  problem: {prob if isinstance(prob, str) else prob.get('message', prob)}")
     if st["interrupted"]:
         out.say(f"interrupted operations: {st['interrupted']} (run: staticpodctl recover)")
+    for name in st.get("untrackable", []):
+        out.warn(f"{PROG}: warning: {name}: the file name is not valid UTF-8; the kubelet reads it but "
+                 "staticpodd cannot track it (rename it, e.g. with: mv -- <name> <utf-8-name>)")
     rows = st["components"]
     if not rows:
         out.say("no manifests")
@@ -803,6 +812,9 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
         if r["drift"] and r["version"] is not None and r["state"] != "missing":
             problem("drift", f"{r['file_name']} differs from its newest recorded version "
                     f"(see: {PROG} diff {r['component']})", component=r["component"])
+    for name in st.get("untrackable", []):
+        problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
+                "cannot track its versions (rename it)", path=name)
     if st["interrupted"]:
         problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
     for exc in _config_problems:
@@ -851,6 +863,7 @@ def _report_error(out: Out, exc: StaticpodError) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _config_problems.clear()  # main() can run more than once in one process (tests, embedding)
     _Parser.json_mode = "--json" in argv
     chosen = next((a for a in argv if a in VERBS), None)
     parser = build_parser(chosen or "")

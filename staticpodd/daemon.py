@@ -786,7 +786,7 @@ class Daemon:
 
     def _live_stats(self) -> dict[str, tuple[int, int, int]]:
         """``(size, mtime_ns, st_ino)`` of every regular file (symlinks followed) in the manifest
-        directory, by name. [] entries vanish silently (a race with a writer)."""
+        directory, by name; entries that vanish meanwhile (a race with a writer) are left out."""
         out: dict[str, tuple[int, int, int]] = {}
         try:
             entries = list(os.scandir(self.layout.manifest_dir))
@@ -1056,7 +1056,13 @@ class Daemon:
             return []
         if not self.layout.manifest_dir.is_dir():
             return []
-        return list(validate_directory(self.layout.manifest_dir, self._validate_options()))
+        from .engine import is_utf8_name
+
+        # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
+        # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
+        # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
+        return [f for f in validate_directory(self.layout.manifest_dir, self._validate_options())
+                if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
 
     def _validate_options(self) -> Any:
         return validate_options(self.config)

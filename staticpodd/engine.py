@@ -39,6 +39,7 @@ from .journal import ERR, INFO, NOTICE, WARNING, Event, Journal
 from .layout import MANIFEST_SUFFIXES, PRIVATE_DIRNAME, Layout, component_of
 from .lock import DEFAULT_TIMEOUT, FileLock, default_notify
 from .store import Observed, ParkRecord, Version, VersionStore, digest_of, iso
+from .termsafe import printable_name
 
 EXTERNAL = "external"
 
@@ -227,6 +228,10 @@ class Engine:
         self._recovered = False
         #: What the last :meth:`recover` did (one dict per interrupted operation).
         self.last_recovery: list[dict[str, Any]] = []
+        #: Entries seen whose names are not valid UTF-8, as ``os.listdir`` gives them
+        #: (surrogate-escaped): the kubelet reads them, we cannot track them (see _dir_names).
+        self.untrackable: set[str] = set()
+        self._untrackable_logged: set[str] = set()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -295,12 +300,26 @@ class Engine:
     # -- resolving names ----------------------------------------------------------------------
 
     def _dir_names(self, directory: Path) -> list[str]:
+        """Non-dot entry names of ``directory``, sorted; [] when it is missing.
+
+        A name that is not valid UTF-8 (a Latin-1 name from an old tarball) is left out and
+        remembered in :attr:`untrackable`: the version store keys everything by name as text,
+        and one such file must not stop every other component from being managed. The kubelet
+        still reads it (KUBELET.md "Which files are pods"); ``status`` and ``doctor`` say so.
+        """
         try:
-            return sorted(e for e in os.listdir(directory) if not e.startswith("."))
-        except FileNotFoundError:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        except NotADirectoryError:
-            return []
+        out = []
+        for e in names:
+            if e.startswith("."):
+                continue
+            if not is_utf8_name(e):
+                self.untrackable.add(str(directory / e))
+                continue
+            out.append(e)
+        return sorted(out)
 
     def live_names(self) -> list[str]:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
@@ -501,6 +520,17 @@ class Engine:
             st = self._state_at("live", other)
             if st is not None and self.pod_identity(st.data) == ident:
                 out.append(other)
+        mdir = str(self.layout.manifest_dir)
+        for odd in sorted(self.untrackable):  # the kubelet reads these too; shown with \xNN escapes
+            path = Path(odd)
+            if str(path.parent) != mdir or not path.is_file():
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if self.pod_identity(data) == ident:
+                out.append(printable_name(path.name))
         return out
 
     def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
@@ -546,6 +576,11 @@ class Engine:
         observed = store.observed()
         live = self.live_names()
         parked = self.parked_names()
+        for odd in sorted(self.untrackable - self._untrackable_logged):
+            self._untrackable_logged.add(odd)
+            self._log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
+                      "reads it but its versions cannot be recorded (rename it)", priority=WARNING,
+                      file_name=printable_name(Path(odd).name), kind="name-not-utf8")
         wanted = None if names is None else set(names)
         keys: dict[str, tuple[str, str]] = {}
         for loc, pool in (("live", live), ("parked", parked)):
@@ -1329,9 +1364,20 @@ class Engine:
         return {
             "manifest_dir": str(self.layout.manifest_dir),
             "components": [rows[k] for k in sorted(rows)],
+            # files the kubelet reads but staticpodd cannot track (names not valid UTF-8)
+            "untrackable": sorted(printable_name(n) for n in self.untrackable),
             # intents whose process is gone: a live pid is an operation still under way
             "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }
+
+
+def is_utf8_name(name: str) -> bool:
+    """False for a file name that is not valid UTF-8 (``os.listdir`` surrogate-escapes its bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def split_at(spec: str) -> tuple[str, int | None]:

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from .termsafe import printable_name
+
 # syslog priorities (journald PRIORITY=)
 ERR = 3
 WARNING = 4
@@ -146,13 +148,14 @@ class Journal:
         for key, value in fields.items():
             if value is None:
                 continue
-            out[key.upper()] = str(value)
+            out[key.upper()] = printable_name(str(value))  # a non-UTF-8 file name: \xNN, not an error
+        message = printable_name(message)
         sender = _resolve_sender()
         if sender is not None:
             try:
                 sender(message, **out)
                 return
-            except OSError:
+            except (OSError, ValueError):  # ValueError: covers UnicodeError and a NUL in a field
                 pass
         extras = " ".join(
             f"{k}={v}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")

@@ -45,6 +45,7 @@ from typing import Any
 
 from . import __version__
 from .errors import FsError
+from .termsafe import printable_name
 
 TEXTFILE_NAME = "staticpodd.prom"
 STATES = ("live", "parked", "missing", "removed")
@@ -207,23 +208,14 @@ def _num(value: Any) -> float | None:
 # ---- exposition text ---------------------------------------------------------------------------
 
 
-def _text(value: str) -> str:
-    """A str made valid UTF-8: bytes of a non-UTF-8 file name (surrogate-escaped by os.listdir)
-    are shown as ``\\xNN``."""
-    try:
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a lone surrogate that did not come from a byte
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def escape_label_value(value: str) -> str:
     r"""Escape a label value for the text format: ``\`` -> ``\\``, ``"`` -> ``\"``, newline -> ``\n``."""
-    return _text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return printable_name(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def escape_help(text: str) -> str:
     r"""Escape HELP text: ``\`` -> ``\\``, newline -> ``\n``."""
-    return _text(text).replace("\\", "\\\\").replace("\n", "\\n")
+    return printable_name(text).replace("\\", "\\\\").replace("\n", "\\n")
 
 
 def format_value(value: float) -> str:

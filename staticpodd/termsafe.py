@@ -10,3 +10,12 @@ def safe(text: str) -> str:
     """``text`` with control characters (ESC, CR, NUL …; not tab or newline) escaped as ``\\xNN``,
     so a hostile file name cannot rewrite the operator's screen. JSON output needs no such care."""
     return text.translate(_CONTROL)
+
+
+def printable_name(value: str) -> str:
+    """``value`` made valid UTF-8: bytes of a non-UTF-8 file name (surrogate-escaped by
+    ``os.listdir``) are shown as ``\\xNN``, so it can be printed, logged or put in JSON."""
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that did not come from a byte
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
