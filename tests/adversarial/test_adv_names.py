@@ -1,4 +1,5 @@
-"""File names that are not valid UTF-8 in the kubelet's directory (a Latin-1 name from an old
+"""Adversarial file names: two files with one stem (web.yaml + web.yml / web.json); names that
+are not valid UTF-8 in the kubelet's directory (a Latin-1 name from an old
 tarball). The kubelet reads such a file like any other; the store keys by name as text, so it
 cannot be tracked, but it must never stop the other components from being managed."""
 
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from spd_testlib import REPO, journal_entries
+from spd_testlib import REPO, journal_entries, small_pod
 
 ODD = os.fsdecode(b"w\xffb.yaml")  # surrogate-escaped, as os.listdir gives it
 
@@ -80,3 +81,18 @@ def test_the_daemon_keeps_recording_other_files(kubeadm) -> None:
         d.terminate()
         _, err = d.communicate(timeout=20)
     assert "Traceback" not in err, err
+
+
+# Regression (found by adversarial testing): web.yaml and web.yml were merged into one component.
+def test_two_files_one_stem_are_kept_apart(sandbox, ctl_proc):
+    sandbox.write("web.yaml", small_pod("web", "nginx:1.27"))
+    sandbox.write("web.yml", small_pod("web3", "nginx:1.26"))
+    assert ctl_proc("park", "web.yml").returncode == 0
+    assert ctl_proc("unpark", "web.yml").returncode == 0
+    st = json.loads(ctl_proc("status", "--json").stdout)
+    rows = {c["file_name"]: c for c in st["components"]}
+    assert set(rows) == {"web.yaml", "web.yml"}, rows.keys()
+    assert not any(c["drift"] for c in rows.values()), rows
+    h = ctl_proc("history", "web.yml", "--json")
+    assert h.returncode == 0, h.stdout
+    assert {v["file_name"] for v in json.loads(h.stdout)["versions"]} == {"web.yml"}
