@@ -211,7 +211,9 @@ def open_writers(path: str | os.PathLike[str], *, proc: str = "/proc", skip_self
 
     Returns ``[]`` when ``path`` is missing. Never raises for /proc races. Linux only (on other
     systems ``proc`` does not exist and the answer is ``[]``). Cost: one readlink per open
-    descriptor on the machine, plus a stat for each one naming a file (see the report / README).
+    descriptor on the machine, plus a stat for each one naming a file: about 2-3 ms for ~80
+    processes with ~400 descriptors (measured on the CI machine); run only before a restore or a
+    quarantine, never on every event.
     """
     try:
         want = os.stat(path)
@@ -248,7 +250,7 @@ def open_writers(path: str | os.PathLike[str], *, proc: str = "/proc", skip_self
                     flags = next((int(line.split()[1], 8) for line in fh if line.startswith("flags:")), 0)
             except (OSError, ValueError, IndexError):
                 continue
-            if flags & os.O_ACCMODE not in _WRITE_MODES:
+            if (flags & os.O_ACCMODE) not in _WRITE_MODES:
                 continue
             try:
                 with open(f"{proc}/{pid}/comm", encoding="utf-8", errors="replace") as fh:

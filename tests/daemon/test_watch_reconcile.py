@@ -278,3 +278,47 @@ def test_a_leftover_by_its_name_is_never_restored():
     ch.file_name = "kube-apiserver.yaml.bak"
     ch.component = "kube-apiserver.yaml.bak"
     assert plan_changes([ch], Config(on_invalid="restore")).actions == []
+
+
+def test_closing_a_file_held_open_for_writing_is_a_hint(tmp_path):
+    """A restore held back for a writer is re-checked when the writer closes the file: the
+    close (inotify IN_CLOSE_WRITE, watchdog's FileClosedEvent) must reach the hints, even when
+    the last write was long before (its own hint already taken)."""
+    mdir = tmp_path / "manifests"
+    mdir.mkdir()
+    hints = Hints(debounce=0)
+    w = Watcher(mdir, hints)
+    assert w.ensure() == "started"
+    try:
+        fh = open(mdir / "kube-scheduler.yaml", "wb")
+        fh.write(b"apiVersion: v1\n")
+        fh.flush()
+        wait_until(lambda: Hint("file", "kube-scheduler.yaml") in hints.take_all(), timeout=10)
+        select.select([], [], [], 0.3)
+        assert hints.take_all() == []
+        fh.close()
+        wait_until(lambda: Hint("file", "kube-scheduler.yaml") in hints.take_all(), timeout=10, what="close hint")
+    finally:
+        w.stop()
+        hints.close()
+
+
+def test_a_broken_park_under_restore_says_why_it_is_not_restored():
+    plan = plan_changes([change("park-broken", valid=False)], Config(on_invalid="restore"))
+    (inv,) = [r for r in plan.reports if r.event is Event.INVALID_LIVE]
+    assert "on_invalid=alert" not in inv.message and "is parked" in inv.message, inv.message
+    assert inv.fields["policy"] == "restore" and inv.fields["policy_action"] == "none"
+
+
+def test_a_file_over_only_our_size_limit_is_a_warning_that_the_kubelet_still_runs():
+    big = Finding("too-large", "error", "kube-apiserver.yaml", None, None, None, "file is …", None)
+    ch = change("modified", valid=False, findings=[big])
+    cfg = Config(on_invalid="alert")
+    ours = plan_changes([ch], cfg, sizes={"kube-apiserver.yaml": 1_200_000}).reports[1]
+    assert ours.priority == WARNING and "still runs it" in ours.message and "drops" not in ours.message
+    assert "max_manifest_bytes=1048576" in ours.message and ours.fields["size"] == 1_200_000
+    kubelets = plan_changes([ch], cfg, sizes={"kube-apiserver.yaml": 11 * 1024 * 1024}).reports[1]
+    assert kubelets.priority == ERR and "the kubelet drops its pod" in kubelets.message
+    other = Finding("yaml-syntax", "error", "kube-apiserver.yaml", 3, 1, None, "x", None)
+    both = change("modified", valid=False, findings=[big, other])
+    assert "drops its pod" in plan_changes([both], cfg, sizes={"kube-apiserver.yaml": 1_200_000}).reports[1].message
