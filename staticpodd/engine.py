@@ -687,11 +687,13 @@ class Engine:
         return changes
 
     def _scan_before_change(self, file_name: str) -> list[Change]:
-        """Record drift before a change: of this component's files; of everything on first contact
-        (a fresh store adopts the whole directory). Other components' files are the daemon's to
-        record once their writers are done (a CLI scan could catch them half-written)."""
-        first_contact = not self.store.components()
-        return self.scan(None if first_contact else [file_name])
+        """Record drift before a change, of the whole directory (live files and parked copies):
+        without the daemon this is the only moment a hand edit to any manifest gets recorded, so
+        nothing anyone wrote is lost. Only records: a file caught half-written by another writer
+        becomes a version of its own, and its finished bytes the next one. ``file_name`` is the
+        file being changed (kept for the callers' symmetry; it is scanned with the rest)."""
+        del file_name
+        return self.scan(None)
 
     def _too_large(self, key: str, loc: str, fn: str, observed: dict[str, Observed], changes: list[Change]) -> bool:
         """A file over the kubelet's 10 MB cap (KUBELET.md "Which files are pods") is never read

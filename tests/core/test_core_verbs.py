@@ -492,3 +492,17 @@ def test_doctor_reports_a_stale_journal_socket_left_by_a_dead_journald(kubeadm, 
     assert str(stale) in p["message"] and "stderr" in p["message"]
     monkeypatch.setenv("STATICPODD_NO_JOURNAL", "1")  # a deliberate choice is not a problem
     assert ctl("doctor", "--json").json()["journal"]["ok"] is True
+
+
+def test_any_change_first_records_hand_edits_to_every_other_manifest(kubeadm, ctl, tmp_path) -> None:
+    """Without the daemon, a park of kube-scheduler is the moment etcd's hand edit gets recorded:
+    reverted later, it would otherwise be lost (README: "nothing anyone wrote is ever lost")."""
+    assert ctl("park", "kube-scheduler").rc == 0  # first contact: adopts all four
+    edited = (kubeadm.manifests / "etcd.yaml").read_bytes() + b"# hand edit of etcd\n"
+    (kubeadm.manifests / "etcd.yaml").write_bytes(edited)
+    (kubeadm.manifests / "web.yaml").write_text(small_pod("web"))  # a new hand-made file too
+    assert ctl("unpark", "kube-scheduler").rc == 0
+    h = ctl("history", "etcd", "--json").json()["versions"]
+    assert [v["action"] for v in h] == ["external", "external"]
+    assert ctl("show", "etcd@2").out.encode() == edited
+    assert ctl("history", "web", "--json").json()["versions"][0]["action"] == "external"
