@@ -535,7 +535,7 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     until = _parse_until(args)
     before = _pre_wait(args, eng, "park")
-    res = eng.park(args.component, until=until, reason=args.reason)
+    res = eng.park(args.component, until=until, reason=args.reason, force=bool(getattr(args, "force", False)))
     _result_out(out, res)
     if until is not None:
         when = res.park.to_dict()["until"]

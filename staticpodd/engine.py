@@ -543,7 +543,8 @@ class Engine:
                 f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
                 f"the kubelet runs only the lexically last file ({winner})",
                 path=str(self.layout.manifest_dir / others[0]),
-                hint="remove or park the other file first (staticpodctl park " + others[0] + ")",
+                hint=f"park the other file first: staticpodctl park {others[0]}"
+                + ("" if component_of(others[0]) == others[0] else " --force"),
             )
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -1081,13 +1082,19 @@ class Engine:
 
     # -- park / unpark -----------------------------------------------------------------------------
 
-    def park(self, name: str, *, until: float | None = None, reason: str | None = None) -> Result:
+    def park(self, name: str, *, until: float | None = None, reason: str | None = None,
+             force: bool = False) -> Result:
         """Take a component out of the kubelet's directory, keeping its manifest.
 
         Renames ``<manifests>/<file>`` to ``<manifests>/.staticpodd/parked/<file>`` on the same
         mount (atomic), fsyncs both directories, records drift first, then a ``park`` version and
         the park record (who, when, why, ``until`` epoch deadline or None). The kubelet stops the
         pod at its next relist (KUBELET.md "When the kubelet looks").
+        When other live files define the same pod (KUBELET.md "Duplicate names across files"),
+        parking one of them does not stop the pod: that is refused, unless ``fn`` is itself a
+        leftover (no manifest suffix: ``kube-scheduler.yaml.bak``), where parking it is exactly
+        how the duplicate goes away, or ``force`` says the operator means it. The result then
+        says which file the pod keeps running from.
         Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
         """
         with self.locked():
@@ -1132,13 +1139,22 @@ class Engine:
                 )
             ident = self.pod_identity(st.data)
             twins = self.files_defining(ident, besides=fn) if ident is not None else []
+            twins_note = ""
             if twins and ident is not None:
-                raise Conflict(
-                    f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
-                    f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
-                    path=str(self._path("live", twins[-1])),
-                    hint=f"move the other file(s) out of the directory first (a leftover backup?), then park {comp}",
-                )
+                leftover = component_of(fn) == fn
+                if not (leftover or force):
+                    stray_twins = [t for t in twins if component_of(t) == t]
+                    hint = (f"park the leftover first (staticpodctl park {stray_twins[0]}), then park {comp}"
+                            if stray_twins else
+                            f"park or move the other file(s) first, or park only {fn} with --force "
+                            "(the pod keeps running from the other file)")
+                    raise Conflict(
+                        f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
+                        f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
+                        path=str(self._path("live", twins[-1])),
+                        hint=hint,
+                    )
+                twins_note = f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
             digest = digest_of(st.data)
             self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
             payload = self._intent_base(fn, reason)
@@ -1160,7 +1176,7 @@ class Engine:
             )
             self._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
                         digest=digest)
-            return Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}", location="parked",
+            return Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}", location="parked",
                           version=version, digest=digest, park=rec)
 
     def unpark(self, name: str, *, reason: str | None = None) -> Result:

@@ -99,7 +99,8 @@ def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
             action="store_true",
             default=False,
             help="park even a component the kubelet's own connection to the apiserver depends on "
-            "(local kube-apiserver/etcd, haproxy, nginx-proxy, kube-vip, keepalived)",
+            "(local kube-apiserver/etcd, haproxy, nginx-proxy, kube-vip, keepalived), or one file of a pod "
+            "that another file also defines (the pod keeps running from the other file)",
         )
     group.add_argument("--crictl", metavar="PATH", default=None, help="crictl executable (default: crictl on PATH)")
     group.add_argument(

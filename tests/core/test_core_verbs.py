@@ -506,3 +506,32 @@ def test_any_change_first_records_hand_edits_to_every_other_manifest(kubeadm, ct
     assert [v["action"] for v in h] == ["external", "external"]
     assert ctl("show", "etcd@2").out.encode() == edited
     assert ctl("history", "web", "--json").json()["versions"][0]["action"] == "external"
+
+
+def test_a_leftover_duplicate_can_be_parked_and_the_hints_lead_somewhere(kubeadm, ctl, tmp_path) -> None:
+    """kube-scheduler.yaml.bak defines the same pod: apply refuses and says to park it; parking
+    the leftover works (the pod keeps running from kube-scheduler.yaml); then apply works."""
+    (kubeadm.manifests / "kube-scheduler.yaml.bak").write_bytes((kubeadm.manifests / SCHED).read_bytes())
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.manifests / SCHED).read_bytes() + b"# x\n")
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 4 and r.json()["error"]["hint"] == "park the other file first: staticpodctl park kube-scheduler.yaml.bak"
+    p = ctl("park", "kube-scheduler.yaml.bak", "--json")
+    assert p.rc == 0, p.out
+    assert "keeps running from kube-scheduler.yaml" in p.json()["msg"]
+    assert ctl("apply", str(src)).rc == 0
+    # the real file with the leftover still live: refused, and the hint names the leftover
+    assert ctl("unpark", "kube-scheduler.yaml.bak").rc == 4  # would make a duplicate again: refused
+    (kubeadm.manifests / "kube-scheduler.yaml.bak").write_bytes(src.read_bytes())  # a new leftover
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 4 and "staticpodctl park kube-scheduler.yaml.bak" in r.json()["error"]["hint"]
+
+
+def test_park_force_parks_one_of_two_regular_files_of_one_pod(kubeadm, ctl) -> None:
+    (kubeadm.manifests / "ks.yaml").write_bytes((kubeadm.manifests / SCHED).read_bytes())
+    r = ctl("park", "ks", "--json")
+    assert r.rc == 4 and "--force" in r.json()["error"]["hint"]
+    assert (kubeadm.manifests / "ks.yaml").exists()
+    r = ctl("park", "ks", "--force", "--json")
+    assert r.rc == 0 and "keeps running from kube-scheduler.yaml" in r.json()["msg"]
+    assert not (kubeadm.manifests / "ks.yaml").exists() and (kubeadm.parked / "ks.yaml").exists()
