@@ -149,12 +149,16 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="exit 0 unchanged, 2 changed, 1 failed (Puppet/Terraform convention)")
     p.add_argument("--unpark", action="store_true", help="if the component is parked, unpark it too")
+    p.add_argument("--rename", action="store_true",
+                   help="allow the new manifest to define another pod (metadata.name/namespace) than the current one")
     wait_args(p, "apply")
     p.set_defaults(handler=cmd_apply)
 
     p = verb_("edit", "edit a component in $VISUAL/$EDITOR on a staged copy; validated before the swap")
     p.add_argument("component", help="component name (kube-apiserver) or file name")
     p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--rename", action="store_true",
+                   help="allow the edit to change the pod's metadata.name/namespace")
     wait_args(p, "edit")
     p.set_defaults(handler=cmd_edit)
 
@@ -592,7 +596,7 @@ def cmd_apply(args: argparse.Namespace, out: Out) -> int:
     dry = args.check or args.diff
     before = _pre_wait(args, eng, "apply") if not dry else None
     res = eng.apply(data, source=args.file, component=args.as_, reason=args.reason, check=dry,
-                    unpark=args.unpark)
+                    unpark=args.unpark, rename=args.rename)
     _result_out(out, res, show_diff=args.diff or (args.check and not out.json))
     if res.check and res.changed:
         out.say("  (check mode: nothing was changed)")
@@ -672,7 +676,7 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
         try:
             before = _pre_wait(args, eng, "edit")
             res = eng.apply(new, source=path, component=target.file_name, reason=args.reason, action="edit",
-                            expect_digest=base)
+                            expect_digest=base, rename=args.rename)
         except InvalidManifest as exc:
             if not interactive:
                 out.warn(f"{PROG}: {target.file_name} not changed; your edit is kept at {path}")

@@ -883,6 +883,7 @@ class Engine:
         unpark: bool = False,
         action: str = "apply",
         expect_digest: str | None = None,
+        rename: bool = False,
     ) -> Result:
         """Validate ``data`` and swap it in atomically as the new version of a component.
 
@@ -892,15 +893,54 @@ class Engine:
         touch: KUBELET.md consequence 6) and return ``changed=False``. ``check``: change nothing,
         report what would happen (no lock, no store writes). ``expect_digest``: refuse with
         Conflict when the current bytes differ (used by ``edit``).
+
+        Refused with Conflict, before anything changes: new bytes that define another pod
+        (namespace/name) than the component's current file, unless ``rename`` (the kubelet would
+        stop one pod and start another: KUBELET.md "Identity and restarts"); rollback and
+        restore put recorded bytes back and never ask. A live file whose pod is parked under
+        another component (it would start the parked pod again behind the park's back).
         Raises InvalidManifest, Conflict, UsageError, HookFailed, LockTimeout, FsError.
         """
         if check:
-            return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest)
+            return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename)
         with self.locked():
-            return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest)
+            return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename)
+
+    def _check_identity_kept(self, comp: str, fn: str, cur: bytes, namespace: str, name: str) -> None:
+        """Refuse bytes that turn ``comp`` into another pod (see :meth:`apply`)."""
+        old = self.pod_identity(cur)
+        if old is None or old == (namespace, name):
+            return
+        raise Conflict(
+            f"{fn} defines pod {old[0]}/{old[1]}; the new manifest defines pod {namespace}/{name}: the kubelet "
+            f"would stop {old[1]} and start {name} in its place",
+            path=str(self.layout.manifest_dir / fn),
+            hint=f"if that is what you mean, add --rename; to add {name} as a pod of its own, apply it under "
+            f"its own name (--as {name})",
+        )
+
+    def _check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
+        """Refuse a live file whose pod is parked under another component (see :meth:`apply`).
+        Not when ``cur`` (the component's current bytes) already runs that pod, nor for a parked
+        leftover (``kube-scheduler.yaml.bak``, parked to remove a duplicate)."""
+        if cur is not None and self.pod_identity(cur) == (namespace, name):
+            return
+        for other in self.parked_names():
+            other_comp = self.component_for(other)
+            if other_comp == comp or component_of(other) == other:
+                continue
+            st = self._state_at("parked", other)
+            if st is not None and self.pod_identity(st.data) == (namespace, name):
+                raise Conflict(
+                    f"pod {namespace}/{name} is parked (component {other_comp}); a live {comp} defining it "
+                    "would start it again behind the park",
+                    path=str(self._path("parked", other)),
+                    hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
+                    f"to start it: staticpodctl unpark {other_comp}",
+                )
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
-                     unpark: bool, action: str, expect_digest: str | None) -> Result:
+                     unpark: bool, action: str, expect_digest: str | None, rename: bool = False) -> Result:
         if not check:
             fsops.ensure_private_dirs(self.layout)
         target = self._target_for_apply(source, component)
@@ -911,14 +951,18 @@ class Engine:
         loc = "parked" if target.parked and not target.live else "live"
         cur = self._state_at(loc, fn) if target.location else None
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
-            raise Conflict(
-                f"{fn} changed while you were editing it",
-                path=str(self._path(loc, fn)),
-                hint="look at it with: staticpodctl diff " + comp,
-            )
+            head = self.store.head(comp) if self.layout.db_path.exists() else None
+            hint = (f"the other write is recorded as version {head.seq}; see what it changed with: "
+                    f"staticpodctl diff {comp} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
+                    else f"see its history with: staticpodctl history {comp}")
+            raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
         manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
+        if cur is not None and not rename and action in ("apply", "edit"):
+            self._check_identity_kept(comp, fn, cur.data, manifest.namespace, manifest.name)
         if loc == "live" or unpark:
             self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+            self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name,
+                                             cur.data if cur is not None and loc == "live" else None)
         new_digest = digest_of(data)
         old_digest = digest_of(cur.data) if cur else None
         label_a = f"{comp} (current)" if cur else "/dev/null"

@@ -535,3 +535,46 @@ def test_park_force_parks_one_of_two_regular_files_of_one_pod(kubeadm, ctl) -> N
     r = ctl("park", "ks", "--force", "--json")
     assert r.rc == 0 and "keeps running from kube-scheduler.yaml" in r.json()["msg"]
     assert not (kubeadm.manifests / "ks.yaml").exists() and (kubeadm.parked / "ks.yaml").exists()
+
+
+def test_apply_refuses_bytes_that_turn_a_component_into_another_pod_unless_rename(kubeadm, ctl, corpus) -> None:
+    keepalived = corpus / "manifests" / "06-kubeadm-docs-keepalived.yaml"
+    before = (kubeadm.manifests / SCHED).read_bytes()
+    r = ctl("apply", str(keepalived), "--as", "kube-scheduler", "--json")
+    assert r.rc == 4 and r.json()["changed"] is False
+    err = r.json()["error"]
+    assert "kube-system/kube-scheduler" in err["message"] and "keepalived" in err["message"]
+    assert "--rename" in err["hint"]
+    assert (kubeadm.manifests / SCHED).read_bytes() == before
+    r = ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename", "--json")
+    assert r.rc == 0 and r.json()["changed"] is True
+    assert ctl("rollback", "kube-scheduler").rc == 0  # rollback puts recorded bytes back: never asks
+    assert (kubeadm.manifests / SCHED).read_bytes() == before
+
+
+def test_apply_refuses_a_new_file_that_would_start_a_parked_pod_again(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    src = tmp_path / "ks.yaml"
+    src.write_bytes((kubeadm.parked / SCHED).read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 4 and "is parked" in r.json()["error"]["message"]
+    assert "--as kube-scheduler" in r.json()["error"]["hint"]
+    assert not (kubeadm.manifests / "ks.yaml").exists()
+    r = ctl("apply", str(src), "--as", "kube-scheduler", "--json")  # what the hint says: the parked copy
+    assert r.rc == 0 and r.json()["location"] == "parked"
+
+
+def test_an_edit_conflict_names_the_versions_to_diff(kubeadm, ctl, tmp_path, monkeypatch) -> None:
+    """Someone else writes the file while the editor is open: refused, and the hint's diff command
+    shows their change (the newest version vs the live file would show nothing: it is recorded)."""
+    live = kubeadm.manifests / SCHED
+    monkeypatch.setenv("EDITOR", write_editor(tmp_path, (
+        "s = open(p).read().replace('--leader-elect=true', '--leader-elect=false')\nopen(p, 'w').write(s)\n"
+        f"open({str(live)!r}, 'a').write('# someone else\\n')")))
+    monkeypatch.delenv("VISUAL", raising=False)
+    assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0  # versions 1..3
+    r = ctl("edit", "kube-scheduler", "--json")
+    assert r.rc == 4
+    hint = r.json()["error"]["hint"]
+    assert hint.endswith("staticpodctl diff kube-scheduler 3 4"), hint
+    assert "+# someone else" in ctl("diff", "kube-scheduler", "3", "4").out
