@@ -805,7 +805,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
                     "the kubelet runs it", component=r["component"])
         if r["state"] == "missing":
             problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
-                    f"(its bytes are in history: {PROG} history {r['component']})", component=r["component"])
+                    f"(put it back, still parked, with: {PROG} rollback {r['component']})", component=r["component"])
         if p and p.get("until"):
             from datetime import datetime, timezone
 

@@ -388,12 +388,24 @@ class Engine:
         if matches:
             fn = matches[0]
             return Target(name, fn, fn in live, fn in parked)
-        if allow_recorded:
-            head = self.store.head(name) if self.layout.db_path.exists() else None
-            if head is None and self.layout.db_path.exists():
-                head = self.store.head(component_of(name))
-            if head is not None:
-                return Target(head.component, head.file_name, False, False)
+        head = self.store.head(name) if self.layout.db_path.exists() else None
+        if head is None and self.layout.db_path.exists():
+            head = self.store.head(component_of(name))
+        if head is not None and allow_recorded:
+            return Target(head.component, head.file_name, False, False)
+        if head is not None:  # recorded, but its file is in neither place: say what happened
+            comp = head.component
+            if self.store.park_of(comp) is not None:
+                raise Conflict(
+                    f"{comp} is recorded as parked, but its parked copy is gone (moved or deleted by hand)",
+                    path=str(self.layout.parked_dir / head.file_name),
+                    hint=f"put version {head.seq} back as the parked copy with: staticpodctl rollback {comp} "
+                    f"(it stays parked; then unpark as usual), or see: staticpodctl history {comp}",
+                )
+            raise UnknownComponent(
+                f"{comp} is not in {self.layout.manifest_dir}: its file was removed (newest version {head.seq})",
+                hint=f"put it back with: staticpodctl rollback {comp}",
+            )
         known = sorted({self.component_for(n) for n in live + parked})
         import difflib
 
@@ -804,6 +816,11 @@ class Engine:
             reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
         )
         self._set_observed(comp, fn, loc, v.digest, st)
+        reopen = p.get("reopen_park")
+        if reopen and loc == "parked" and self.store.park_of(comp) is None:
+            # the parked copy had gone missing; the copy is back, so is the park (its deadline too)
+            self.store.set_park(ParkRecord(comp, fn, v.digest, reopen["parked_at"], reopen.get("until"),
+                                           reopen["actor"], reopen.get("actor_via"), reopen.get("reason")))
         return v
 
     def _record_park(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> tuple[Version, ParkRecord]:
@@ -945,10 +962,16 @@ class Engine:
             fsops.ensure_private_dirs(self.layout)
         target = self._target_for_apply(source, component)
         fn, comp = target.file_name, target.component
+        # A park whose parked copy went missing (moved or deleted by hand): the bytes come back
+        # as the parked copy and the park is re-opened, never started behind the park's back.
+        lost_park = (self.store.park_of(comp) if target.location is None and self.layout.db_path.exists()
+                     else None)
         if not check:
-            self._scan_before_change(fn)
+            self._scan_before_change(fn)  # records the parked copy's removal (and closes the park)
             target = self.resolve(fn) if (target.live or target.parked) else target
         loc = "parked" if target.parked and not target.live else "live"
+        if lost_park is not None and target.location is None:
+            loc = "parked"
         cur = self._state_at(loc, fn) if target.location else None
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
             head = self.store.head(comp) if self.layout.db_path.exists() else None
@@ -1007,6 +1030,10 @@ class Engine:
         fsops.crashpoint("swap:staged")
         payload = self._intent_base(fn, reason)
         payload.update(action=action, location=loc, staged=str(staged), new_digest=new_digest, old_digest=old_digest)
+        if lost_park is not None and loc == "parked":
+            payload["reopen_park"] = {"parked_at": lost_park.parked_at, "until": lost_park.until,
+                                      "actor": lost_park.actor, "actor_via": lost_park.actor_via,
+                                      "reason": lost_park.reason}
         intent = self.store.begin_intent("swap", comp, payload)
         fsops.crashpoint("swap:intent")
         dst = self._path(loc, fn)

@@ -578,3 +578,26 @@ def test_an_edit_conflict_names_the_versions_to_diff(kubeadm, ctl, tmp_path, mon
     hint = r.json()["error"]["hint"]
     assert hint.endswith("staticpodctl diff kube-scheduler 3 4"), hint
     assert "+# someone else" in ctl("diff", "kube-scheduler", "3", "4").out
+
+
+def test_a_parked_copy_moved_away_is_explained_and_rollback_brings_it_back_parked(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    original = (kubeadm.parked / SCHED).read_bytes()
+    (kubeadm.parked / SCHED).rename(tmp_path / SCHED)
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 4 and "parked copy is gone" in r.json()["error"]["message"]
+    assert "staticpodctl rollback kube-scheduler" in r.json()["error"]["hint"]
+    assert ctl("rollback", "kube-scheduler").rc == 0
+    assert (kubeadm.parked / SCHED).read_bytes() == original and not (kubeadm.manifests / SCHED).exists()
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler"]["state"] == "parked" and rows["kube-scheduler"]["parked"] is not None
+    assert ctl("unpark", "kube-scheduler").rc == 0
+    assert (kubeadm.manifests / SCHED).read_bytes() == original
+
+
+def test_park_of_a_component_removed_by_hand_says_so(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0
+    (kubeadm.manifests / SCHED).rename(tmp_path / SCHED)
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 3 and "was removed" in r.json()["error"]["message"]
+    assert r.json()["error"]["hint"] == "put it back with: staticpodctl rollback kube-scheduler"
