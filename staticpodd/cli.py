@@ -517,7 +517,10 @@ def _parse_until(args: argparse.Namespace) -> float | None:
     return None
 
 
-def _result_out(out: Out, res: Any, *, show_diff: bool = False) -> None:
+def _result_out(out: Out, res: Any, *, show_diff: bool = False, eng: Any = None) -> None:
+    if eng is not None and eng.hook_warnings:  # post-hooks that failed: not fatal, never silent
+        res.warnings = [*res.warnings, *eng.hook_warnings]
+        eng.hook_warnings.clear()
     out.say(res.msg)
     _print_warnings(out, res.warnings)
     if show_diff and res.diff:
@@ -540,7 +543,7 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
     until = _parse_until(args)
     before = _pre_wait(args, eng, "park")
     res = eng.park(args.component, until=until, reason=args.reason, force=bool(getattr(args, "force", False)))
-    _result_out(out, res)
+    _result_out(out, res, eng=eng)
     if until is not None:
         when = res.park.to_dict()["until"]
         if _heartbeat(eng.layout)["running"]:
@@ -568,7 +571,7 @@ def cmd_unpark(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     before = _pre_wait(args, eng, "unpark")
     res = eng.unpark(args.component, reason=args.reason)
-    _result_out(out, res)
+    _result_out(out, res, eng=eng)
     rc = _wait(args, out, eng, "unpark", res, before=before)
     out.finish(rc == EXIT_OK)
     return rc
@@ -597,7 +600,7 @@ def cmd_apply(args: argparse.Namespace, out: Out) -> int:
     before = _pre_wait(args, eng, "apply") if not dry else None
     res = eng.apply(data, source=args.file, component=args.as_, reason=args.reason, check=dry,
                     unpark=args.unpark, rename=args.rename)
-    _result_out(out, res, show_diff=args.diff or (args.check and not out.json))
+    _result_out(out, res, show_diff=args.diff or (args.check and not out.json), eng=eng)
     if res.check and res.changed:
         out.say("  (check mode: nothing was changed)")
     rc = EXIT_OK
@@ -615,7 +618,7 @@ def cmd_rollback(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     before = _pre_wait(args, eng, "rollback") if not args.check else None
     res = eng.rollback(args.component, to=args.to, reason=args.reason, check=args.check)
-    _result_out(out, res, show_diff=args.check)
+    _result_out(out, res, show_diff=args.check, eng=eng)
     rc = EXIT_OK
     if not args.check and res.changed:
         rc = _wait(args, out, eng, "rollback", res, before=before)
@@ -693,7 +696,7 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
             out.warn(f"{PROG}: {target.file_name} not changed; your edit is kept at {path}")
             raise
         shutil.rmtree(workdir, ignore_errors=True)
-        _result_out(out, res)
+        _result_out(out, res, eng=eng)
         rc = _wait(args, out, eng, "edit", res, before=before)
         out.finish(rc == EXIT_OK)
         return rc

@@ -94,6 +94,32 @@ class Target:
 
 
 @dataclass
+class HookWarning:
+    """A post-hook that did not succeed: shaped like a validator finding for ``warnings``."""
+
+    path: str
+    message: str
+    code: str = "hook-failed"
+    severity: str = "warning"
+
+    @classmethod
+    def of(cls, r: Any, phase: str, verb: str) -> HookWarning:
+        """From a :class:`staticpodd.hooks.HookResult`."""
+        detail = {"failed": f"exited with status {r.returncode}", "signaled": f"was killed by signal {r.signal}",
+                  "timeout": "timed out and was killed", "refused": f"was not run: {r.reason}"}[r.status]
+        tail = f": {r.stderr_tail[-1]}" if getattr(r, "stderr_tail", None) else ""
+        return cls(str(r.path), f"{phase}-{verb} hook {r.name} {detail}{tail} (the {verb} itself is done)")
+
+    def format(self) -> str:
+        """One line for a terminal."""
+        return f"{self.path}: warning[{self.code}]: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape (``code``, ``severity``, ``path``, ``message``)."""
+        return {"code": self.code, "severity": self.severity, "path": self.path, "message": self.message}
+
+
+@dataclass
 class Change:
     """One external change found by :meth:`Engine.scan`.
 
@@ -232,6 +258,8 @@ class Engine:
         #: (surrogate-escaped): the kubelet reads them, we cannot track them (see _dir_names).
         self.untrackable: set[str] = set()
         self._untrackable_logged: set[str] = set()
+        #: Post-hooks that failed, timed out or were refused during this Engine's operations.
+        self.hook_warnings: list[HookWarning] = []
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -571,7 +599,10 @@ class Engine:
                        actor=str(self.actor), reason=reason)
         timeout = self._cfg("hooks", None)
         timeout = getattr(timeout, "timeout", None) if timeout is not None else None
-        run_hooks(self.layout, phase, verb, env, timeout=float(timeout or 30), journal=self.journal)
+        results = run_hooks(self.layout, phase, verb, env, timeout=float(timeout or 30), journal=self.journal)
+        if phase == "post":  # never fatal; the CLI shows them as warnings (and in --json "warnings")
+            self.hook_warnings.extend(HookWarning.of(r, phase, verb) for r in results
+                                      if r.status in ("failed", "signaled", "timeout", "refused"))
 
     # -- drift / scan ---------------------------------------------------------------------------
 
@@ -1266,19 +1297,27 @@ class Engine:
                 return Result("unpark", comp, fn, False,
                               f"{comp}: {fn} was already moved back by hand; its park record is now closed",
                               location="live")
+            if target.live and any(c.kind == "parked-copy-removed" and c.file_name == fn for c in found):
+                return Result("unpark", comp, fn, False,
+                              f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is "
+                              "now closed", location="live")
             if not target.parked:
                 raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             if target.live:
                 live = self._state_at("live", fn)
+                parked_st = self._state_at("parked", fn)
+                if live is not None and parked_st is not None and live.data == parked_st.data:
+                    return self._close_park_copied_back(comp, fn, live, reason)
                 when = ""
                 if live is not None:
                     when = time.strftime(" (modified %Y-%m-%dT%H:%M:%SZ)",
                                          time.gmtime(os.stat(self._path("live", fn)).st_mtime))
                 raise LiveFileExists(
-                    f"{fn} is live again{when}; not overwriting it with the parked copy",
+                    f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
                     path=str(self._path("live", fn)),
-                    hint=f"compare them (staticpodctl history {comp}); keep the live one by parking nothing, "
-                    f"or remove it first if the parked copy should win",
+                    hint=f"both are in history (staticpodctl history {comp}). To keep the live file, delete the "
+                    f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
+                    "copy win, move the live file out of the directory first, then unpark",
                 )
             pst = self._state_at("parked", fn)
             assert pst is not None
@@ -1314,6 +1353,24 @@ class Engine:
                         digest=digest)
             return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}", location="live",
                           version=version, digest=digest, park=rec)
+
+    def _close_park_copied_back(self, comp: str, fn: str, live: Any, reason: str | None) -> Result:
+        """The parked copy was copied (not moved) back by hand: the live file is byte-identical
+        and the kubelet already runs it. Delete the redundant parked copy (its bytes are recorded)
+        and close the park. A crash between the two leaves the parked copy's removal for the next
+        scan, which closes the park the same way."""
+        parked_path = self._path("parked", fn)
+        fsops.remove(parked_path)
+        rec = self.store.park_of(comp)
+        payload = self._intent_base(fn, reason)
+        with self.store.transaction():
+            self.store.clear_observed(f"parked/{fn}")
+            version = self._record_unpark(comp, fn, live, payload)
+        msg = f"{comp}: {fn} was already copied back by hand (identical bytes); removed the parked copy, park closed"
+        self._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=version.seq,
+                  digest=version.digest, reason=reason)
+        return Result("unpark", comp, fn, True, msg, location="live", version=version, digest=version.digest,
+                      park=rec)
 
     # -- quarantine ------------------------------------------------------------------------------
 

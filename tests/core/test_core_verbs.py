@@ -601,3 +601,28 @@ def test_park_of_a_component_removed_by_hand_says_so(kubeadm, ctl, tmp_path) -> 
     r = ctl("park", "kube-scheduler", "--json")
     assert r.rc == 3 and "was removed" in r.json()["error"]["message"]
     assert r.json()["error"]["hint"] == "put it back with: staticpodctl rollback kube-scheduler"
+
+
+def test_unpark_after_a_copy_back_by_hand_closes_the_park(kubeadm, ctl) -> None:
+    import shutil
+
+    assert ctl("park", "kube-scheduler").rc == 0
+    shutil.copy2(kubeadm.parked / SCHED, kubeadm.manifests / SCHED)  # cp -p, not mv
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 0 and "copied back by hand" in r.json()["msg"]
+    assert not (kubeadm.parked / SCHED).exists() and (kubeadm.manifests / SCHED).exists()
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler"]["state"] == "live" and rows["kube-scheduler"]["parked"] is None
+    assert not rows["kube-scheduler"]["drift"]
+    assert ctl("doctor", "--json").rc == 0
+
+
+def test_unpark_with_a_different_live_file_refuses_and_says_how_either_side_wins(kubeadm, ctl) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    (kubeadm.manifests / SCHED).write_bytes((kubeadm.parked / SCHED).read_bytes() + b"# other\n")
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 4 and "differs from the parked copy" in r.json()["error"]["message"]
+    assert str(kubeadm.parked / SCHED) in r.json()["error"]["hint"]
+    (kubeadm.parked / SCHED).unlink()  # what the hint says, to keep the live file
+    assert ctl("unpark", "kube-scheduler").rc == 0
+    assert ctl("doctor", "--json").rc == 0

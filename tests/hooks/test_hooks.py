@@ -6,6 +6,7 @@ root; ``trusted_uid`` lets a test demand a different owner to see a refusal).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -325,3 +326,29 @@ def test_post_refusal_does_not_stop_the_other_post_hooks(layout, make_hook, jour
 def test_programming_errors_are_value_errors(layout, journal, phase, verb, env, timeout):
     with pytest.raises(ValueError):
         run_hooks(layout, phase, verb, env, timeout=timeout, journal=journal)
+
+
+def test_a_failing_post_hook_is_a_warning_on_stderr_and_in_json_and_the_verb_succeeds(layout, make_hook, corpus):
+    """Through staticpodctl (a real process): the park is done, exit 0, but the operator sees it."""
+    import subprocess
+    import sys
+
+    from spd_testlib import REPO
+
+    (layout.manifest_dir / "kube-scheduler.yaml").write_bytes(
+        (corpus / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes())
+    make_hook("post", "park", "10-notify", "echo 'pager unreachable' >&2; exit 1")
+    make_hook("post", "unpark", "10-notify", "exit 3")
+
+    def ctl(*args):
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        return subprocess.run([sys.executable, "-m", "staticpodd.cli", *args, "--root", str(layout.root)],
+                              env=env, capture_output=True, text=True, timeout=60)
+
+    r = ctl("park", "kube-scheduler")
+    assert r.returncode == 0
+    assert "warning[hook-failed]: post-park hook 10-notify exited with status 1: pager unreachable" in r.stderr
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.returncode == 0
+    [w] = json.loads(r.stdout)["warnings"]
+    assert w["code"] == "hook-failed" and "post-unpark hook 10-notify exited with status 3" in w["message"]
