@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from typing import Any
@@ -464,10 +465,10 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             if r.get("park_broken"):
                 notes.append("PARK BROKEN: live again while parked")
             if r["state"] == "removed":
-                notes.append(f"not in the directory any more; `{PROG} rollback {r['component']}` puts "
+                notes.append(f"not in the directory any more; `{PROG} rollback {shlex.quote(r['component'])}` puts "
                              f"version {r['version']} back")
             if r.get("unparked_by_hand"):
-                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {r['component']}` "
+                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shlex.quote(r['component'])}` "
                              "closes the park record")
             p = r["parked"]
             if p:
@@ -551,7 +552,7 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
         else:
             out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
                      "until it starts (it then unparks overdue parks at once)")
-    out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {res.component}")
+    out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shlex.quote(res.component)}")
     rc = _wait(args, out, eng, "park", res, before=before)
     out.finish(rc == EXIT_OK)
     return rc
@@ -808,7 +809,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
                     "the kubelet runs it", component=r["component"])
         if r["state"] == "missing":
             problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
-                    f"(put it back, still parked, with: {PROG} rollback {r['component']})", component=r["component"])
+                    f"(put it back, still parked, with: {PROG} rollback {shlex.quote(r['component'])})",
+                    component=r["component"])
         if p and p.get("until"):
             from datetime import datetime, timezone
 
@@ -818,7 +820,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
                         "(is staticpodd running?)", component=r["component"])
         if r["drift"] and r["version"] is not None and r["state"] != "missing":
             problem("drift", f"{r['file_name']} differs from its newest recorded version "
-                    f"(see: {PROG} diff {r['component']})", component=r["component"])
+                    f"(see: {PROG} diff {shlex.quote(r['component'])})", component=r["component"])
     for name in st.get("untrackable", []):
         problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
                 "cannot track its versions (rename it)", path=name)

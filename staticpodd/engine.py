@@ -893,6 +893,12 @@ class Engine:
     # -- apply / edit / rollback ------------------------------------------------------------------
 
     def _target_for_apply(self, source: str, component: str | None) -> Target:
+        """The component ``apply`` writes: ``component`` (``--as``) or the source file's stem.
+        A new file is only created under a valid component name (letters, digits, '.', '_',
+        '-'); existing files with other names stay reachable by their names. Raises UsageError."""
+        if component is not None and not component.strip():
+            raise UsageError("--as needs a component name (it was empty)",
+                             hint="e.g. --as kube-apiserver; leave --as out to use the file's stem")
         if component:
             if not _COMPONENT_NAME.fullmatch(component):
                 raise UsageError(
@@ -918,6 +924,11 @@ class Engine:
         try:
             return self.resolve(component_of(base))
         except UnknownComponent:
+            if not _COMPONENT_NAME.fullmatch(base):
+                raise UsageError(
+                    f"{base!r} would become a new manifest under that name, which is not a valid component name",
+                    hint="letters, digits, '.', '_' and '-' (e.g. kube-apiserver); name it with --as COMPONENT",
+                ) from None
             return Target(component_of(base), base, False, False)
 
     def apply(

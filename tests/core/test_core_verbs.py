@@ -626,3 +626,16 @@ def test_unpark_with_a_different_live_file_refuses_and_says_how_either_side_wins
     (kubeadm.parked / SCHED).unlink()  # what the hint says, to keep the live file
     assert ctl("unpark", "kube-scheduler").rc == 0
     assert ctl("doctor", "--json").rc == 0
+
+
+def test_component_names_are_checked_the_same_way_from_as_and_from_the_file_name(sandbox, ctl, tmp_path) -> None:
+    src = tmp_path / "my web.yaml"
+    src.write_text(small_pod("web"))
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 2 and "not a valid component name" in r.json()["error"]["message"]
+    r = ctl("apply", str(src), "--as", "", "--json")  # an empty Ansible variable
+    assert r.rc == 2 and "--as needs a component name" in r.json()["error"]["message"]
+    assert sandbox.visible() == []
+    assert ctl("apply", str(src), "--as", "web").rc == 0
+    (sandbox.manifests / "hand made.yaml").write_text(small_pod("hand"))  # made by hand: still manageable
+    assert ctl("park", "hand made").rc == 0 and ctl("unpark", "hand made.yaml").rc == 0
