@@ -26,6 +26,7 @@ from .errors import (
     EXIT_USAGE,
     ConfigError,
     EditorFailed,
+    FsError,
     InvalidManifest,
     StaticpodError,
     UsageError,
@@ -40,13 +41,18 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one JSON object when ``--json`` is on the line."""
 
     json_mode = False  # set by main() from the command line before parsing
+    verb: str | None = None  # the verb named on the command line, if any (set by main())
+    detailed = False  # --detailed-exitcode is on the command line (set by main())
 
     def error(self, message: str) -> Any:  # type: ignore[override]
+        # under --detailed-exitcode 2 means "changed": a failure must not look like one
+        status = EXIT_FAILURE if _Parser.detailed else EXIT_USAGE
         if _Parser.json_mode:
-            _emit_json({"format_version": FORMAT_VERSION, "command": None, "ok": False,
+            _emit_json({"format_version": FORMAT_VERSION, "command": _Parser.verb, "ok": False,
                         "error": {"code": "usage", "message": message}})
-            sys.exit(EXIT_USAGE)
-        super().error(message)
+            sys.exit(status)
+        self.print_usage(sys.stderr)
+        self.exit(status, f"{self.prog}: error: {message}\n")
 
 
 def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -410,7 +416,8 @@ def _heartbeat(layout: Any) -> dict[str, Any]:
         detail = f"running (pid {pid}), heartbeat {_ago(age)} ago"
         if hb.get("problems"):
             detail += f", {len(hb['problems'])} problem(s)"
-    return {"running": alive, "healthy": healthy, "heartbeat_age": round(age, 1), "pid": pid,
+    return {"running": alive, "healthy": healthy, "stuck": bool(alive and age > stale_after),
+            "heartbeat_age": round(age, 1), "pid": pid,
             "detail": detail, "summary": hb.get("summary"),
             # a dead daemon's last problems are history, not the state of the node
             "problems": (hb.get("problems") or []) if alive else []}
@@ -585,11 +592,11 @@ def _read_source(path: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
-        raise UsageError(f"no such file: {path}", path=path) from None
+        raise FsError(f"no such file: {path}", path=path) from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory; apply takes one manifest file", path=path) from None
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", path=path) from None
+        raise FsError(f"cannot read {path}: {exc.strerror}", path=path) from None
 
 
 def cmd_apply(args: argparse.Namespace, out: Out) -> int:
@@ -835,7 +842,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     if not journal_ok:
         problem("journal-unreachable", journal_detail)
     out.say(f"daemon: {daemon['detail']}")
-    if daemon["running"] and not daemon["healthy"]:
+    if daemon.get("stuck"):  # its own problems (an invalid manifest …) are reported above, from the directory
         problem("daemon-unhealthy", daemon["detail"])  # not running at all is allowed: the CLI works alone
     integrity = "ok"
     if eng.layout.db_path.exists():
@@ -875,6 +882,8 @@ def main(argv: list[str] | None = None) -> int:
     _config_problems.clear()  # main() can run more than once in one process (tests, embedding)
     _Parser.json_mode = "--json" in argv
     chosen = next((a for a in argv if a in VERBS), None)
+    _Parser.verb = chosen
+    _Parser.detailed = "--detailed-exitcode" in argv
     parser = build_parser(chosen or "")
     args = parser.parse_args(argv)
     if _Parser.json_mode:
@@ -884,6 +893,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args, out))
     except StaticpodError as exc:
         _report_error(out, exc)
+        if getattr(args, "detailed_exitcode", False):  # 0 unchanged, 2 changed, 1 any failure
+            return EXIT_FAILURE
         return exc.exit_status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -163,6 +163,7 @@ class Version:
         d = asdict(self)
         d["mode"] = f"{self.mode:04o}" if self.mode is not None else None
         d["created_at"] = iso(self.created_at)
+        d["version"] = self.seq  # the name every other verb's --json uses; "seq" stays for compatibility
         return d
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -639,3 +640,35 @@ def test_component_names_are_checked_the_same_way_from_as_and_from_the_file_name
     assert ctl("apply", str(src), "--as", "web").rc == 0
     (sandbox.manifests / "hand made.yaml").write_text(small_pod("hand"))  # made by hand: still manageable
     assert ctl("park", "hand made").rc == 0 and ctl("unpark", "hand made.yaml").rc == 0
+
+
+def test_doctor_calls_the_daemon_unhealthy_only_when_it_is_stuck(kubeadm, ctl) -> None:
+    """A heartbeat from a live pid (this test process stands in for the daemon: no pid file, so
+    doctor falls back to the heartbeat's pid). Problems the daemon reports about manifests are
+    the directory's problems, not the daemon's."""
+    hb = kubeadm.root / "run" / "staticpodd" / "daemon.json"
+    hb.parent.mkdir(parents=True)
+    hb.write_text(json.dumps({"pid": os.getpid(), "state": "ready", "heartbeat_interval": 5,
+                              "problems": [{"code": "invalid-live", "message": "x"}]}))
+    r = ctl("doctor", "--json")
+    assert not any(p["code"] == "daemon-unhealthy" for p in r.json()["problems"])
+    old = time.time() - 600
+    os.utime(hb, (old, old))
+    r = ctl("doctor", "--json")
+    assert r.rc == 1 and any(p["code"] == "daemon-unhealthy" and "STUCK" in p["message"]
+                             for p in r.json()["problems"])
+
+
+def test_under_detailed_exitcode_no_failure_looks_like_changed(sandbox, ctl, tmp_path) -> None:
+    """2 means "changed" to Puppet/Terraform-style callers: a missing file, a usage error or an
+    invalid manifest must exit 1 there."""
+    missing = ctl("apply", str(tmp_path / "nope.yaml"), "--detailed-exitcode", "--json")
+    assert missing.rc == 1 and missing.json()["error"]["code"] == "fs-error"
+    assert ctl("apply", str(tmp_path / "nope.yaml"), "--json").rc == 1  # not a usage error either
+    usage = ctl("apply", "--detailed-exitcode", "--json")  # no FILE
+    assert usage.rc == 1 and usage.json()["error"]["code"] == "usage" and usage.json()["command"] == "apply"
+    bad = tmp_path / "web.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\n")
+    assert ctl("apply", str(bad), "--detailed-exitcode").rc == 1
+    named = ctl("apply", str(bad), "--as", "not a name", "--detailed-exitcode")
+    assert named.rc == 1
