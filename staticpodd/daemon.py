@@ -98,7 +98,13 @@ class BackgroundJournal(Journal):
             if item is None:
                 return
             event, message, priority, fields = item
-            Journal.log(self, event, message, priority=priority, **fields)
+            try:
+                Journal.log(self, event, message, priority=priority, **fields)
+            except Exception as exc:  # noqa: BLE001 - one bad entry must not end all logging
+                try:
+                    print(f"staticpodd: could not log {event.name}: {exc!r}", file=sys.stderr)
+                except OSError:
+                    pass
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is queued (waiting at most ``timeout`` seconds), then stop the writer."""
