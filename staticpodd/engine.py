@@ -943,6 +943,7 @@ class Engine:
         action: str = "apply",
         expect_digest: str | None = None,
         rename: bool = False,
+        restoring: Version | None = None,
     ) -> Result:
         """Validate ``data`` and swap it in atomically as the new version of a component.
 
@@ -961,9 +962,11 @@ class Engine:
         Raises InvalidManifest, Conflict, UsageError, HookFailed, LockTimeout, FsError.
         """
         if check:
-            return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename)
+            return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
+                                     restoring)
         with self.locked():
-            return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename)
+            return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
+                                     restoring)
 
     def _check_identity_kept(self, comp: str, fn: str, cur: bytes, namespace: str, name: str) -> None:
         """Refuse bytes that turn ``comp`` into another pod (see :meth:`apply`)."""
@@ -999,7 +1002,8 @@ class Engine:
                 )
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
-                     unpark: bool, action: str, expect_digest: str | None, rename: bool = False) -> Result:
+                     unpark: bool, action: str, expect_digest: str | None, rename: bool = False,
+                     restoring: Version | None = None) -> Result:
         if not check:
             fsops.ensure_private_dirs(self.layout)
         target = self._target_for_apply(source, component)
@@ -1058,6 +1062,12 @@ class Engine:
         self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest)
         if cur is not None:
             mode, uid, gid = cur.mode, cur.uid, cur.gid
+            if restoring is not None and restoring.mode is not None:
+                # the bad write's mode is part of the bad write (cp makes 0644): never looser than
+                # the version put back, and that version's owner
+                mode = mode & restoring.mode
+                if restoring.uid is not None and restoring.gid is not None:
+                    uid, gid = restoring.uid, restoring.gid
             if cur.is_symlink:
                 raise Conflict(
                     f"{fn} is a symlink; staticpodd does not write through links",
@@ -1188,7 +1198,7 @@ class Engine:
             ok, _ = self._verdict(data, f"{comp}@{v.seq}", comp)
             if ok:
                 res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
-                                 action="restore")
+                                 action="restore", restoring=v)
                 res.extra["restored_version"] = v.seq
                 return res
         raise Conflict(f"{comp} has no recorded version that passes validation", hint="fix the file by hand")

@@ -672,3 +672,20 @@ def test_under_detailed_exitcode_no_failure_looks_like_changed(sandbox, ctl, tmp
     assert ctl("apply", str(bad), "--detailed-exitcode").rc == 1
     named = ctl("apply", str(bad), "--as", "not a name", "--detailed-exitcode")
     assert named.rc == 1
+
+
+def test_a_restore_does_not_keep_the_bad_writes_looser_mode(kubeadm, ctl) -> None:
+    """The daemon's on_invalid=restore path (Engine.restore_last_good), called directly."""
+    from staticpodd.engine import Actor, Engine
+    from staticpodd.journal import Journal
+    from staticpodd.layout import Layout
+
+    assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0
+    live = kubeadm.manifests / SCHED
+    good = live.read_bytes()
+    live.write_bytes(b"apiVersion: v1\nkind: Pod\n")  # as `cp bad.yaml` would leave it
+    os.chmod(live, 0o644)
+    eng = Engine(Layout.build(kubeadm.root), actor=Actor.current(), journal=Journal("staticpodd", str(kubeadm.root)))
+    res = eng.restore_last_good("kube-scheduler", reason="test")
+    assert res.changed and live.read_bytes() == good
+    assert stat.S_IMODE(os.stat(live).st_mode) == 0o600
