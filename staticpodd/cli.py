@@ -275,16 +275,25 @@ def _layout(args: argparse.Namespace) -> Any:
 
     root = getattr(args, "root", None) or "/"
     mdir = getattr(args, "manifest_dir", None)
-    if mdir is None and getattr(args, "config", None) is None:
-        return Layout.build(root)
-    if mdir is None:
-        cfg = _load_config(args, Layout.build(root))
-        mdir = getattr(cfg, "manifest_dir", None)
-        if mdir:
-            from .layout import under_root
+    if mdir is not None:
+        return Layout.build(root, mdir)
+    # Same precedence as the daemon: --manifest-dir, then the configuration's manifest_dir (the
+    # default config file too, not only --config), then the kubelet's staticPodPath, then the default.
+    default = Layout.build(root)
+    if getattr(args, "config", None) is None and not default.config_path.exists():
+        return default
+    try:
+        cfg = _load_config(args, default)
+    except ConfigError:
+        if getattr(args, "command", None) in TOLERATE_BAD_CONFIG:
+            return default  # the engine's loader warns about it and goes on with the defaults
+        raise
+    mdir = getattr(cfg, "manifest_dir", None)
+    if mdir:
+        from .layout import under_root
 
-            return Layout.build(root, under_root(Layout.build(root).root, mdir))
-    return Layout.build(root, mdir)
+        return Layout.build(root, under_root(default.root, mdir))
+    return default
 
 
 _config_cache: dict[str, Any] = {}

@@ -427,8 +427,8 @@ class Engine:
                 raise Conflict(
                     f"{comp} is recorded as parked, but its parked copy is gone (moved or deleted by hand)",
                     path=str(self.layout.parked_dir / head.file_name),
-                    hint=f"put version {head.seq} back as the parked copy with: staticpodctl rollback {comp} "
-                    f"(it stays parked; then unpark as usual), or see: staticpodctl history {comp}",
+                    hint=f"to start it from its newest version: staticpodctl unpark {comp}; to put that version "
+                    f"back as the parked copy and keep it stopped: staticpodctl rollback {comp}",
                 )
             raise UnknownComponent(
                 f"{comp} is not in {self.layout.manifest_dir}: its file was removed (newest version {head.seq})",
@@ -715,10 +715,9 @@ class Engine:
                 if moved is not None and digest_of(moved.data) == obs.digest:
                     store.clear_observed(key)
                     continue  # reported as moved-in/moved-out at the other location
+                # A parked copy removed by hand keeps its park (and deadline): the pod stays stopped,
+                # `unpark` puts the newest version back live, `rollback` as the parked copy.
                 kind = "removed" if loc == "live" else "parked-copy-removed"
-                park = store.park_of(comp)
-                if loc == "parked" and park is not None:
-                    store.clear_park(comp)
                 store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
                                    details={"location": loc, "digest": obs.digest})
                 store.clear_observed(key)
@@ -1310,7 +1309,18 @@ class Engine:
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
         with self.locked():
-            target = self.resolve(name, allow_recorded=False)
+            recovered_note = ""
+            try:
+                target = self.resolve(name, allow_recorded=False)
+            except Conflict:
+                missing = self._park_with_missing_copy(name)
+                if missing is None:
+                    raise
+                # the parked copy is gone but the park stands: put its newest version back as the
+                # parked copy (validated, recorded, atomic), then unpark it as usual
+                back = self.rollback(missing, reason=reason or "unpark: the parked copy was gone")
+                recovered_note = f" (its parked copy was gone: version {back.version.seq} put back from history)"
+                target = self.resolve(name, allow_recorded=False)
             found = self._scan_before_change(target.file_name)
             target = self.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
@@ -1372,8 +1382,20 @@ class Engine:
             )
             self._hooks("post", "unpark", component=comp, file_name=fn, reason=reason, version=version.seq,
                         digest=digest)
-            return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}", location="live",
-                          version=version, digest=digest, park=rec)
+            return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}{recovered_note}",
+                          location="live", version=version, digest=digest, park=rec)
+
+    def _park_with_missing_copy(self, name: str) -> str | None:
+        """The component ``name`` (or file name) when it is parked and its parked copy and live
+        file are both gone; None otherwise."""
+        if not self.layout.db_path.exists():
+            return None
+        head = self.store.head(name) or self.store.head(component_of(name))
+        if head is None or self.store.park_of(head.component) is None:
+            return None
+        if self._path("parked", head.file_name).exists() or self._path("live", head.file_name).exists():
+            return None
+        return head.component
 
     def _close_park_copied_back(self, comp: str, fn: str, live: Any, reason: str | None) -> Result:
         """The parked copy was copied (not moved) back by hand: the live file is byte-identical

@@ -44,7 +44,8 @@ CHANGE_KINDS: dict[str, tuple[Event, str]] = {
     ),
     "parked-copy-removed": (
         Event.EXTERNAL_REMOVAL,
-        "the parked copy of {f} was removed by someone else; its park is dropped",
+        "the parked copy of {f} was removed by someone else; the park stands (the pod stays stopped): "
+        "unpark puts its newest version back live, rollback puts it back as the parked copy",
     ),
     "park-broken": (
         Event.PARK_BROKEN,

@@ -581,19 +581,36 @@ def test_an_edit_conflict_names_the_versions_to_diff(kubeadm, ctl, tmp_path, mon
     assert "+# someone else" in ctl("diff", "kube-scheduler", "3", "4").out
 
 
-def test_a_parked_copy_moved_away_is_explained_and_rollback_brings_it_back_parked(kubeadm, ctl, tmp_path) -> None:
-    assert ctl("park", "kube-scheduler").rc == 0
+def test_a_parked_copy_moved_away_keeps_its_park_and_rollback_brings_it_back_parked(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler", "--for", "1h").rc == 0
+    until = ctl("status", "--json").json()["components"][-1]["parked"]["until"]
     original = (kubeadm.parked / SCHED).read_bytes()
     (kubeadm.parked / SCHED).rename(tmp_path / SCHED)
-    r = ctl("unpark", "kube-scheduler", "--json")
+    assert ctl("apply", str(kubeadm.manifests / "etcd.yaml")).rc == 0  # any changing verb scans: park stays
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler"]["state"] == "missing" and rows["kube-scheduler"]["parked"]["until"] == until
+    r = ctl("park", "kube-scheduler", "--json")
     assert r.rc == 4 and "parked copy is gone" in r.json()["error"]["message"]
     assert "staticpodctl rollback kube-scheduler" in r.json()["error"]["hint"]
     assert ctl("rollback", "kube-scheduler").rc == 0
     assert (kubeadm.parked / SCHED).read_bytes() == original and not (kubeadm.manifests / SCHED).exists()
     rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
-    assert rows["kube-scheduler"]["state"] == "parked" and rows["kube-scheduler"]["parked"] is not None
+    assert rows["kube-scheduler"]["state"] == "parked" and rows["kube-scheduler"]["parked"]["until"] == until
     assert ctl("unpark", "kube-scheduler").rc == 0
     assert (kubeadm.manifests / SCHED).read_bytes() == original
+
+
+def test_unpark_of_a_park_whose_copy_is_gone_starts_it_from_history(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    original = (kubeadm.parked / SCHED).read_bytes()
+    (kubeadm.parked / SCHED).unlink()
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 0 and "put back from history" in r.json()["msg"], r.out
+    assert (kubeadm.manifests / SCHED).read_bytes() == original
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler"]["state"] == "live" and rows["kube-scheduler"]["parked"] is None
+    actions = [v["action"] for v in ctl("history", "kube-scheduler", "--json").json()["versions"]]
+    assert actions[-2:] == ["rollback", "unpark"]
 
 
 def test_park_of_a_component_removed_by_hand_says_so(kubeadm, ctl, tmp_path) -> None:
@@ -689,3 +706,22 @@ def test_a_restore_does_not_keep_the_bad_writes_looser_mode(kubeadm, ctl) -> Non
     res = eng.restore_last_good("kube-scheduler", reason="test")
     assert res.changed and live.read_bytes() == good
     assert stat.S_IMODE(os.stat(live).st_mode) == 0o600
+
+
+def test_the_cli_reads_manifest_dir_from_the_default_config_file_like_the_daemon(kubeadm, ctl) -> None:
+    """Without it the CLI and the daemon worked on different directories with one store."""
+    srv = kubeadm.root / "srv" / "pods"
+    srv.mkdir(parents=True)
+    for f in list(kubeadm.manifests.iterdir()):
+        if f.is_file():
+            f.rename(srv / f.name)
+    cfg = kubeadm.root / "etc" / "staticpodd" / "staticpodd.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("manifest_dir: /srv/pods\n")
+    st = ctl("status", "--json").json()
+    assert st["manifest_dir"] == str(srv)
+    assert {c["component"] for c in st["components"]} >= {"etcd", "kube-scheduler"}
+    assert ctl("park", "kube-scheduler").rc == 0
+    assert (srv / ".staticpodd" / "parked" / SCHED).exists()
+    assert ctl("status", "--manifest-dir", str(kubeadm.manifests), "--json").json()["manifest_dir"] == str(
+        kubeadm.manifests)  # the flag still wins
