@@ -1319,7 +1319,8 @@ class Engine:
                 # the parked copy is gone but the park stands: put its newest version back as the
                 # parked copy (validated, recorded, atomic), then unpark it as usual
                 back = self.rollback(missing, reason=reason or "unpark: the parked copy was gone")
-                recovered_note = f" (its parked copy was gone: version {back.version.seq} put back from history)"
+                seq = back.version.seq if back.version is not None else "?"
+                recovered_note = f" (its parked copy was gone: version {seq} put back from history)"
                 target = self.resolve(name, allow_recorded=False)
             found = self._scan_before_change(target.file_name)
             target = self.resolve(target.file_name, allow_recorded=False)
