@@ -568,7 +568,11 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
         else:
             out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
                      "until it starts (it then unparks overdue parks at once)")
-    out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shlex.quote(res.component)}")
+    runs_from = res.extra.get("keeps_running_from")
+    if runs_from:
+        out.say(f"  {res.file_name} is out of the kubelet's sight; the pod itself keeps running from {runs_from}")
+    else:
+        out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shlex.quote(res.component)}")
     rc = _wait(args, out, eng, "park", res, before=before)
     out.finish(rc == EXIT_OK)
     return rc
@@ -840,6 +844,9 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     for name in st.get("untrackable", []):
         problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
                 "cannot track its versions (rename it)", path=name)
+    for comp, other in eng.parks_bypassed():
+        problem("park-bypassed", f"{comp} is parked, but {other} defines the same pod: the kubelet runs it anyway "
+                f"(park or move {other} too)", component=comp, path=str(eng.layout.manifest_dir / other))
     if st["interrupted"]:
         problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
     for exc in _config_problems:

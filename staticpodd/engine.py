@@ -993,8 +993,8 @@ class Engine:
             st = self._state_at("parked", other)
             if st is not None and self.pod_identity(st.data) == (namespace, name):
                 raise Conflict(
-                    f"pod {namespace}/{name} is parked (component {other_comp}); a live {comp} defining it "
-                    "would start it again behind the park",
+                    f"pod {namespace}/{name} is parked (component {other_comp}); a live file of component {comp} "
+                    "defining it would start it again behind the park",
                     path=str(self._path("parked", other)),
                     hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
                     f"to start it: staticpodctl unpark {other_comp}",
@@ -1276,6 +1276,12 @@ class Engine:
                         path=str(self._path("live", twins[-1])),
                         hint=hint,
                     )
+                if until is not None:
+                    raise UsageError(
+                        f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
+                        "so a deadline to start it again means nothing",
+                        hint=f"park it without --for/--until: staticpodctl park {fn}",
+                    )
                 twins_note = f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
             digest = digest_of(st.data)
             self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
@@ -1298,8 +1304,11 @@ class Engine:
             )
             self._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
                         digest=digest)
-            return Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}", location="parked",
-                          version=version, digest=digest, park=rec)
+            res = Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}", location="parked",
+                         version=version, digest=digest, park=rec)
+            if twins:
+                res.extra["keeps_running_from"] = twins[-1]
+            return res
 
     def unpark(self, name: str, *, reason: str | None = None) -> Result:
         """Put a parked component back at the same path, byte-identical, never over a live file.
@@ -1359,10 +1368,12 @@ class Engine:
             if self.store.verdict(digest, validator_id()) is not True:
                 manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
                 self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+                self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name, None)
             else:  # these exact bytes passed this exact validator before
                 ident = self.pod_identity(pst.data)
                 if ident:
                     self._check_no_duplicate(fn, *ident)
+                    self._check_not_parked_elsewhere(comp, *ident, None)
             self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest)
             payload = self._intent_base(fn, reason)
             payload.update(digest=digest)
@@ -1385,6 +1396,22 @@ class Engine:
                         digest=digest)
             return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}{recovered_note}",
                           location="live", version=version, digest=digest, park=rec)
+
+    def parks_bypassed(self) -> list[tuple[str, str]]:
+        """``(component, live file)`` for every parked component whose pod another live file
+        defines: the kubelet runs it although it is parked (KUBELET.md "Duplicate names across
+        files"). Read-only; for ``doctor``."""
+        if not self.layout.db_path.exists():
+            return []
+        out = []
+        for rec in self.store.parks():
+            st = self._state_at("parked", rec.file_name)
+            ident = self.pod_identity(st.data) if st is not None else None
+            if ident is None:
+                continue
+            for other in self.files_defining(ident, besides=rec.file_name):
+                out.append((rec.component, other))
+        return out
 
     def _park_with_missing_copy(self, name: str) -> str | None:
         """The component ``name`` (or file name) when it is parked and its parked copy and live

@@ -725,3 +725,21 @@ def test_the_cli_reads_manifest_dir_from_the_default_config_file_like_the_daemon
     assert (srv / ".staticpodd" / "parked" / SCHED).exists()
     assert ctl("status", "--manifest-dir", str(kubeadm.manifests), "--json").json()["manifest_dir"] == str(
         kubeadm.manifests)  # the flag still wins
+
+
+def test_a_parked_pod_cannot_come_back_through_another_file_unnoticed(kubeadm, ctl) -> None:
+    bak = kubeadm.manifests / "kube-scheduler.yaml.bak"
+    bak.write_bytes((kubeadm.manifests / SCHED).read_bytes() + b"# bak\n")
+    r = ctl("park", "kube-scheduler.yaml.bak", "--for", "1h", "--json")
+    assert r.rc == 2 and "deadline" in r.json()["error"]["message"]  # it does not stop the pod
+    p = ctl("park", "kube-scheduler.yaml.bak")
+    assert p.rc == 0 and "keeps running from kube-scheduler.yaml" in p.out and "stops the pod" not in p.out
+    assert ctl("park", "kube-scheduler").rc == 0
+    r = ctl("unpark", "kube-scheduler.yaml.bak", "--json")  # would run the parked kube-scheduler again
+    assert r.rc == 4 and "is parked" in r.json()["error"]["message"]
+    assert not bak.exists()
+    # by hand, behind the tool's back: doctor says so
+    (kubeadm.manifests / "ks.yaml").write_bytes((kubeadm.parked / SCHED).read_bytes())
+    d = ctl("doctor", "--json")
+    assert d.rc == 1
+    assert any(p["code"] == "park-bypassed" and "ks.yaml" in p["message"] for p in d.json()["problems"])
