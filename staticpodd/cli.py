@@ -31,7 +31,7 @@ from .errors import (
     StaticpodError,
     UsageError,
 )
-from .termsafe import safe
+from .termsafe import json_safe, safe
 
 FORMAT_VERSION = 1
 PROG = "staticpodctl"
@@ -225,7 +225,7 @@ def _wait_args(p: argparse.ArgumentParser, verb: str) -> None:
 
 
 def _emit_json(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, sort_keys=False, separators=(",", ":"), default=str) + "\n")
+    sys.stdout.write(json.dumps(json_safe(obj), sort_keys=False, separators=(",", ":"), default=str) + "\n")
     sys.stdout.flush()
 
 

@@ -344,7 +344,8 @@ class Engine:
             if e.startswith("."):
                 continue
             if not is_utf8_name(e):
-                self.untrackable.add(str(directory / e))
+                if directory == self.layout.manifest_dir and os.path.isfile(directory / e):
+                    self.untrackable.add(str(directory / e))  # what the kubelet reads (not dirs, not ours)
                 continue
             out.append(e)
         return sorted(out)
@@ -401,6 +402,11 @@ class Engine:
                 )
         if name.startswith("."):
             raise UsageError(f"{name!r}: dot-names are never read by the kubelet and are not components")
+        if not is_utf8_name(name):
+            raise UsageError(
+                f"{printable_name(name)!r} is not valid UTF-8: staticpodd cannot track such a file",
+                hint="rename it (mv -- OLD NEW) to a UTF-8 name; the kubelet reads it under any name",
+            )
         live = self.live_names()
         parked = self.parked_names()
         for pool, is_live in ((live, True), (parked, False)):
@@ -573,6 +579,10 @@ class Engine:
                 out.append(printable_name(path.name))
         return out
 
+    def _is_untrackable_display(self, shown: str) -> bool:
+        """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""
+        return any(printable_name(Path(u).name) == shown for u in self.untrackable)
+
     def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
         """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
@@ -583,8 +593,10 @@ class Engine:
                 f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
                 f"the kubelet runs only the lexically last file ({winner})",
                 path=str(self.layout.manifest_dir / others[0]),
-                hint=f"park the other file first: staticpodctl park {others[0]}"
-                + ("" if component_of(others[0]) == others[0] else " --force"),
+                hint=(f"move {others[0]} out of the directory (its name is not UTF-8, so staticpodctl cannot "
+                      "park it)" if self._is_untrackable_display(others[0]) else
+                      f"park the other file first: staticpodctl park {others[0]}"
+                      + ("" if component_of(others[0]) == others[0] else " --force")),
             )
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -910,6 +922,9 @@ class Engine:
                 fn = component if component_of(component) != component else component + ".yaml"
                 return Target(component_of(fn), fn, False, False)
         base = os.path.basename(source)
+        if not is_utf8_name(base):
+            raise UsageError(f"{printable_name(base)!r} is not valid UTF-8 and would become the manifest's name",
+                             hint="name the component with --as COMPONENT")
         if base in ("", "-") or base.startswith("."):
             raise UsageError(
                 f"cannot tell which component {source!r} is",
@@ -1266,7 +1281,10 @@ class Engine:
                 leftover = component_of(fn) == fn
                 if not (leftover or force):
                     stray_twins = [t for t in twins if component_of(t) == t]
-                    hint = (f"park the leftover first (staticpodctl park {stray_twins[0]}), then park {comp}"
+                    odd = [t for t in twins if self._is_untrackable_display(t)]
+                    hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
+                            f"staticpodctl cannot park it), then park {comp}" if odd else
+                            f"park the leftover first (staticpodctl park {stray_twins[0]}), then park {comp}"
                             if stray_twins else
                             f"park or move the other file(s) first, or park only {fn} with --force "
                             "(the pod keeps running from the other file)")

@@ -19,3 +19,16 @@ def printable_name(value: str) -> str:
         return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a lone surrogate that did not come from a byte
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def json_safe(obj: object) -> object:
+    """``obj`` (dicts, lists, str …) with every str made valid UTF-8 by :func:`printable_name`,
+    so ``json.dumps`` never writes lone-surrogate escapes (``"\\udcff"``) that strict JSON
+    parsers reject. Returns the same object when nothing needed changing."""
+    if isinstance(obj, str):
+        return printable_name(obj)
+    if isinstance(obj, dict):
+        return {json_safe(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj

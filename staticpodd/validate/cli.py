@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import IO, Any
 
 from staticpodd.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from staticpodd.termsafe import safe
+from staticpodd.termsafe import json_safe, printable_name, safe
 
 
 def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -99,6 +100,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
     )
     findings = []
     files = []
+    manifests = 0
     for raw in args.paths:
         try:
             found = validate_path(Path(raw), options)
@@ -106,32 +108,48 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
             return _usage(out, as_json, f"{raw}: cannot read: {exc.strerror or exc}")
         files.append(raw)
         findings.extend(found)
+        manifests += _manifest_count(raw)
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
     ok = not has_errors(findings)
     if as_json:
         json.dump(
-            {
+            json_safe({
                 "format_version": 1,
                 "command": "validate",
                 "ok": ok,
                 "files": files,
                 "findings": [f.to_dict() for f in findings],
-                "summary": {"errors": errors, "warnings": warnings},
-            },
+                "summary": {"errors": errors, "warnings": warnings, "manifests": manifests},
+            }),
             out,
             separators=(",", ":"),
         )
         out.write("\n")
     else:
         for f in findings:
-            out.write(safe(f.format()) + "\n")
-        noun = "path" if len(files) == 1 else "paths"
+            out.write(safe(printable_name(f.format())) + "\n")
+        noun = "manifest" if manifests == 1 else "manifests"
+        where = ""
+        if any(os.path.isdir(p) for p in files):
+            where = f" in {len(files)} path{'s' if len(files) != 1 else ''}"
         out.write(
-            f"{len(files)} {noun} checked against Kubernetes {version}: "
+            f"{manifests} {noun}{where} checked against Kubernetes {version}: "
             f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}\n"
         )
     return EXIT_OK if ok else EXIT_FAILURE
+
+
+def _manifest_count(path: str) -> int:
+    """How many files the kubelet would read at ``path``: 1 for a file, the non-dot regular
+    files for a directory (KUBELET.md "Which files are pods")."""
+    if not os.path.isdir(path):
+        return 1
+    try:
+        with os.scandir(path) as it:
+            return sum(1 for e in it if not e.name.startswith(".") and e.is_file())
+    except OSError:
+        return 0
 
 
 def _usage(out: IO[str], as_json: bool, message: str) -> int:

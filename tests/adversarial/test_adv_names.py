@@ -96,3 +96,18 @@ def test_two_files_one_stem_are_kept_apart(sandbox, ctl_proc):
     h = ctl_proc("history", "web.yml", "--json")
     assert h.returncode == 0, h.stdout
     assert {v["file_name"] for v in json.loads(h.stdout)["versions"]} == {"web.yml"}
+
+
+def test_a_non_utf8_name_as_an_argument_is_a_usage_error_and_hints_say_mv(kubeadm, ctl, tmp_path) -> None:
+    odd = os.fsdecode(b"kube-scheduler.yaml.\xfe")
+    (kubeadm.manifests / odd).write_bytes((kubeadm.manifests / "kube-scheduler.yaml").read_bytes())
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 4 and "rename or move kube-scheduler.yaml.\\xfe" in r.json()["error"]["hint"]
+    for verb in ("park", "unpark", "history", "show", "diff", "rollback", "edit"):
+        r = ctl(verb, odd, "--json")
+        assert r.rc == 2 and r.json()["error"]["code"] == "usage", (verb, r.out, r.err)
+        assert "not valid UTF-8" in r.json()["error"]["message"]
+    src = tmp_path / os.fsdecode(b"n\xfe.yaml")
+    src.write_bytes(b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: n\n")
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 2 and "--as" in r.json()["error"]["hint"]

@@ -51,7 +51,7 @@ def test_exit_0_with_warnings_and_1_with_errors(tmp_path):
         line.startswith(f"{bad}:6:16: error[schema-type]: ") and line.endswith("[spec.hostNetwork]") for line in first
     )
     assert any(line.startswith("    hint: remove the quotes") for line in first)
-    assert first[-1] == "2 paths checked against Kubernetes 1.37: 1 error, 1 warning"
+    assert first[-1] == "2 manifests checked against Kubernetes 1.37: 1 error, 1 warning"
 
 
 def test_exit_2_for_unreadable_paths_and_unknown_versions(tmp_path):
@@ -79,7 +79,7 @@ def test_json_output_is_one_stable_object(tmp_path):
     assert rc == 1
     assert set(doc) == {"format_version", "command", "ok", "files", "findings", "summary"}
     assert (doc["format_version"], doc["command"], doc["ok"], doc["files"]) == (1, "validate", False, [str(bad)])
-    assert doc["summary"] == {"errors": 1, "warnings": 0}
+    assert doc["summary"] == {"errors": 1, "warnings": 0, "manifests": 1}
     assert doc["findings"][0] == {
         "code": "schema-type",
         "severity": "error",
@@ -186,3 +186,21 @@ def test_no_host_checks_skips_this_machines_paths(tmp_path):
     f.write_bytes(pod({"volumes": [{"name": "k", "hostPath": {"path": str(tmp_path / "admin.conf")}}]}))
     assert "hostpath-missing" in run(str(f))[1]
     assert "hostpath-missing" not in run("--no-host-checks", str(f))[1]
+
+
+def test_a_directory_counts_the_manifests_it_holds_and_odd_names_stay_valid_json(tmp_path):
+    import os
+
+    d = tmp_path / "manifests"
+    d.mkdir()
+    for n in ("a.yaml", "b.yaml", "c.yaml.bak"):
+        (d / n).write_bytes(WARN)
+    (d / os.fsdecode(b"w\xffb.yaml")).write_bytes(WARN)
+    (d / ".hidden").write_bytes(b"x")
+    rc, text = run(str(d))
+    assert text.splitlines()[-1].startswith("4 manifests in 1 path checked against")
+    assert "w\\xffb.yaml" in text
+    rc, text = run(str(d), "--json")
+    doc = json.loads(text)  # strict: no lone surrogates
+    assert doc["summary"]["manifests"] == 4
+    assert "\\udc" not in text
