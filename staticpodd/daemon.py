@@ -56,7 +56,7 @@ from .reconcile import (
     status_line,
     stray_by_name,
 )
-from .watch import DIRECTORY, Hints, Watcher, Writer, open_writers
+from .watch import DIRECTORY, WRITE_STALL, Hints, Watcher, Writer, open_writers
 
 
 class BackgroundJournal(Journal):
@@ -326,8 +326,13 @@ class Daemon:
         # restore or quarantine acts only on a file that has not changed since (see _hold_reason)
         self._scan_stats: dict[str, tuple[int, int, int]] = {}
         # file_name -> pids whose open-for-writing descriptor holds back its restore/quarantine
-        # (logged once per set of pids; re-checked on close-write and every HOLD_RECHECK)
+        # (logged once per set of pids, an empty set when only inotify knows of the writer;
+        # re-checked on close-write and every HOLD_RECHECK)
         self._held: dict[str, frozenset[int]] = {}
+        # file names whose writer stalled (WRITE_STALL without a change): logged once each
+        self._stalled: set[str] = set()
+        # whether /proc/PID/fd of some process was denied to us (no CAP_SYS_PTRACE): logged once
+        self._proc_limited = False
 
     # -- set-up ---------------------------------------------------------------------------------
     def _layout_for(self, cfg: Config) -> Layout:
@@ -482,6 +487,8 @@ class Daemon:
         self._heartbeat()  # before READY=1: whoever waits for READY sees a current heartbeat
         self.notifier.ready(status)
         self._last_status = status
+        denied: set[int] = set()
+        open_writers(self.layout.manifest_dir, denied=denied)  # probe: may we see writers in /proc?
         self.log(
             Event.DAEMON_STARTED,
             f"staticpodd {__version__} watching {self.layout.manifest_dir}: {status}",
@@ -489,7 +496,9 @@ class Daemon:
             pid=os.getpid(),
             config_path=self.config.source,
             watchdog_usec=self.notifier.watchdog_usec,
+            writer_inspection="inotify" if denied else "proc+inotify",
         )
+        self._note_proc_denied(denied)
         self._heartbeat()
         try:
             self._loop()
@@ -812,15 +821,20 @@ class Daemon:
         """Live file sizes in bytes from the last stat snapshot (see :meth:`_live_stats`)."""
         return {name: st[0] for name, st in self._scan_stats.items()}
 
-    def _hold_reason(self, file_name: str) -> tuple[str, list[Writer]] | None:
-        """Why a restore or quarantine of live ``file_name`` must wait, or None to go ahead.
+    def _hold_reason(self, file_name: str, verb: str = "restore") -> tuple[str, list[Writer]] | None:
+        """Why a ``verb`` (restore or quarantine) of live ``file_name`` must wait, or None to go.
 
         ``("changed", [])``: its stat (size, mtime_ns, inode) differs from the one taken before
         the scan, so the bytes judged are not the bytes on disk (someone is writing; the new
-        event or the re-check brings it back). ``("writer", writers)``: a process still holds it
-        open for writing (:func:`staticpodd.watch.open_writers`): a slow, non-atomic write in
-        progress. Renaming a version over it then would leave the writer writing into an
-        unlinked inode, and its complete bytes would never reach the disk nor the history.
+        event or the re-check brings it back). ``("writer", writers)``: a slow, non-atomic write
+        is in progress: a process still holds it open for writing (``writers``, from
+        :func:`staticpodd.watch.open_writers`), or inotify saw it change and not yet closed
+        (:class:`staticpodd.watch.OpenWrites`; ``writers`` is then empty: without CAP_SYS_PTRACE
+        /proc does not show other processes' descriptors). Renaming a version over it then would
+        leave the writer writing into an unlinked inode, and its complete bytes would never reach
+        the disk nor the history. A writer that has not changed the file for
+        :data:`staticpodd.watch.WRITE_STALL` seconds is taken as stalled (logged once): the
+        ``verb`` goes ahead, so a hung writer never blocks the policy forever.
         """
         path = self.layout.manifest_dir / file_name
         try:
@@ -829,10 +843,50 @@ class Daemon:
             return None  # gone: the engine's own checks report it
         if self._scan_stats.get(file_name) != (st.st_size, st.st_mtime_ns, st.st_ino):
             return "changed", []
-        writers = open_writers(path)
-        if writers:
+        denied: set[int] = set()
+        writers = open_writers(path, denied=denied)
+        self._note_proc_denied(denied)
+        since = self.hints.writes.since(file_name) if self.hints is not None else None
+        if not writers and since is None:
+            self._stalled.discard(file_name)
+            return None
+        age = since if since is not None else max(0.0, time.time() - st.st_mtime)
+        if age < WRITE_STALL:
+            self._stalled.discard(file_name)
             return "writer", writers
+        if file_name not in self._stalled:
+            self._stalled.add(file_name)
+            who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers) or "its writer (seen by inotify)"
+            self.log(
+                Event.INVALID_LIVE if verb == "restore" else Event.STRAY_FOUND,
+                f"{file_name}: {who} has not changed it for {age:.0f} s and has not closed it: taking "
+                f"the write as stalled (limit {WRITE_STALL:g} s); the {verb} goes ahead",
+                priority=WARNING,
+                file_name=file_name,
+                held_by_pid=",".join(str(w.pid) for w in writers),
+                held_by_comm=",".join(w.comm for w in writers),
+                policy_action="stalled-writer",
+            )
         return None
+
+    def _note_proc_denied(self, denied: set[int]) -> None:
+        """Log once that /proc/PID/fd of some processes is closed to us (``denied``: their
+        pids), so open-for-writing descriptors are seen through inotify only."""
+        if not denied or self._proc_limited:
+            return
+        self._proc_limited = True
+        sample = ",".join(str(p) for p in sorted(denied)[:10])
+        self.log(
+            Event.DIRECTORY_PROBLEM,
+            f"writer inspection via /proc is limited: /proc/PID/fd of {len(denied)} process(es) "
+            f"(pid {sample}{', ...' if len(denied) > 10 else ''}) is not readable without CAP_SYS_PTRACE; "
+            "files being written are recognised by inotify (changed and not yet closed) instead, "
+            "which misses only a writer that opened the file before staticpodd started and has "
+            "not written since",
+            priority=NOTICE,
+            finding="writer-inspection-limited",
+            denied_pids=sample,
+        )
 
     def _busy_names(self) -> set[str]:
         return self.hints.pending_names() if self.hints is not None else set()
@@ -1085,7 +1139,7 @@ class Daemon:
         held: dict[str, tuple[str, list[Writer]]] = {}
         for a in plan.actions:
             if a.verb in ("restore", "quarantine") and a.file_name and a.file_name not in held:
-                hold = self._hold_reason(a.file_name)
+                hold = self._hold_reason(a.file_name, a.verb)
                 if hold is not None:
                     held[a.file_name] = hold
         for name in list(self._held):
@@ -1118,15 +1172,24 @@ class Daemon:
                 continue
             self._held[name] = pids
             verb = next(a.verb for a in plan.actions if a.file_name == name and a.verb in ("restore", "quarantine"))
-            who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers)
+            if writers:
+                who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers)
+                text = f"{who} still {'has' if len(writers) == 1 else 'have'} it open for writing"
+            else:
+                since = self.hints.writes.since(name) if self.hints is not None else None
+                text = (
+                    f"it changed {since or 0:.1f} s ago and has not been closed since (inotify; "
+                    "the writing process is not visible in /proc)"
+                )
             self.log(
                 Event.INVALID_LIVE if verb == "restore" else Event.STRAY_FOUND,
-                f"{name}: the {verb} waits for the writer to close the file: {who} still "
-                f"{'has' if len(writers) == 1 else 'have'} it open for writing",
+                f"{name}: the {verb} waits for the writer to close the file: {text}; it goes ahead "
+                f"after {WRITE_STALL:g} s without a change",
                 priority=NOTICE,
                 file_name=name,
                 held_by_pid=",".join(str(w.pid) for w in writers),
                 held_by_comm=",".join(w.comm for w in writers),
+                held_by="proc" if writers else "inotify",
                 policy_action="wait",
             )
         restored: set[str] = set()

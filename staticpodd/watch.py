@@ -13,6 +13,9 @@ Shapes:
   directory itself, the private area or ``parked/`` was removed or moved (rescan and re-watch).
 - :class:`Hints`: thread-safe per-hint debounce table with a wake-up pipe the daemon's main loop
   blocks on (``select``) together with signals (``signal.set_wakeup_fd``).
+- :class:`OpenWrites`: which live names are being written right now, from inotify alone (a
+  change, IN_MODIFY or IN_CREATE, not yet followed by IN_CLOSE_WRITE); needs no privilege,
+  unlike :func:`open_writers`' scan of ``/proc/*/fd``.
 - :class:`Watcher`: one watchdog ``Observer`` with two non-recursive watches, the manifest
   directory and ``.staticpodd/parked/``; re-created when the directory is replaced or recreated.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import errno
 import inspect
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -77,6 +81,98 @@ def classify(root: str, path: str, *, event_type: str = "modified", is_directory
     return None
 
 
+#: Seconds after its last change that a file still counts as being written when its writer has
+#: not closed it (IN_CLOSE_WRITE never came, or ``/proc`` still shows the writer): past this, the
+#: writer is taken as stalled (a hung editor holding the descriptor, a lost event) and the daemon's
+#: policies act on the file as it is. A slow, non-atomic write that pauses longer than this
+#: between two writes is judged half-written.
+WRITE_STALL = 60.0
+
+
+class OpenWrites:
+    """Live file names being written right now, as inotify tells it (thread-safe).
+
+    A name is *open for writing* from a change (watchdog ``FileModifiedEvent``: IN_MODIFY, a
+    write or truncate; ``FileCreatedEvent`` of an empty regular file with one link: a new file
+    someone opened with O_CREAT and has not written yet) until its IN_CLOSE_WRITE
+    (``FileClosedEvent``), its removal or a rename from or onto the name (a rename brings a
+    complete inode: the atomic write). Symlinks, new hard links and non-empty files are not
+    writes when created: watchdog also reports a rename from an unwatched directory into this one
+    (``mv /tmp/x.yaml .``, IN_MOVED_TO alone) as created, and a real writer's bytes come with
+    their own IN_MODIFY. inotify needs no privilege, so this works where
+    the ``/proc/PID/fd`` scan cannot see other processes' descriptors (no CAP_SYS_PTRACE).
+
+    Limits: a writer that opened the file before the watch began is seen from its next write
+    on; a second writer's close ends the mark of the first (its next write sets it again).
+
+    ``attrib_as_modify``: watchdog before 5 reports IN_ATTRIB (chmod, chown, touch -m) as
+    ``FileModifiedEvent`` too; then a modification counts only when the file's mtime equals its
+    ctime (a write sets both to the same instant; chmod, chown and utime with a given time move
+    ctime alone). Default: detected from the installed watchdog.
+    Times are ``time.monotonic()`` seconds.
+    """
+
+    def __init__(self, *, attrib_as_modify: bool | None = None) -> None:
+        if attrib_as_modify is None:
+            from watchdog import events as ev
+
+            attrib_as_modify = not hasattr(ev, "FileAttribEvent")
+        self.attrib_as_modify = attrib_as_modify
+        self._lock = threading.Lock()
+        self._open: dict[str, float] = {}  # name -> monotonic time of its last change
+
+    def note(self, event_type: str, name: str, path: str, now: float | None = None) -> None:
+        """Record one watchdog event (``event_type`` as watchdog spells it) for the live file
+        ``name`` at ``path`` (watchdog thread). For a rename call it for both names with
+        ``"moved"``. Never raises."""
+        now = time.monotonic() if now is None else now
+        mark: bool | None = None  # True: being written, False: done, None: no news
+        if event_type == "created":
+            try:
+                st = os.lstat(path)
+                mark = stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_size == 0
+            except OSError:
+                mark = False
+        elif event_type == "modified":
+            mark = True
+            if self.attrib_as_modify:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    mark = False
+                else:
+                    mark = st.st_mtime_ns == st.st_ctime_ns
+                    if not mark:
+                        return  # an attribute change: no news (a chmod during a write: it goes on)
+        elif event_type in ("closed", "deleted", "moved"):
+            mark = False
+        if mark is None:
+            return
+        with self._lock:
+            if mark:
+                self._open[name] = now
+            else:
+                self._open.pop(name, None)
+
+    def since(self, name: str, now: float | None = None) -> float | None:
+        """Seconds since the last change of ``name`` while it is open for writing, or None when
+        it is not (closed, removed, renamed, or never seen changing)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            last = self._open.get(name)
+        return None if last is None else max(0.0, now - last)
+
+    def names(self) -> set[str]:
+        """Every name open for writing (whatever its age)."""
+        with self._lock:
+            return set(self._open)
+
+    def clear(self) -> None:
+        """Forget everything (a new watch: what happened to the old directory is unknown)."""
+        with self._lock:
+            self._open.clear()
+
+
 class Hints:
     """Per-hint debounce table, filled by the watchdog thread, drained by the daemon's main loop.
 
@@ -95,6 +191,8 @@ class Hints:
         self.set_debounce(debounce, max_delay)
         self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.events = 0  # interesting events seen (for status / tests)
+        #: live names being written, as inotify tells it (filled by :class:`Watcher`)
+        self.writes = OpenWrites()
 
     def set_debounce(self, debounce: float, max_delay: float | None = None) -> None:
         """Change the quiet time (seconds); ``max_delay`` defaults to max(1 s, 5 x debounce)."""
@@ -198,7 +296,13 @@ class Writer(NamedTuple):
 _WRITE_MODES = (os.O_WRONLY, os.O_RDWR)
 
 
-def open_writers(path: str | os.PathLike[str], *, proc: str = "/proc", skip_self: bool = True) -> list[Writer]:
+def open_writers(
+    path: str | os.PathLike[str],
+    *,
+    proc: str = "/proc",
+    skip_self: bool = True,
+    denied: set[int] | None = None,
+) -> list[Writer]:
     """Processes that hold ``path`` open for writing, found by scanning ``/proc/*/fd``.
 
     A descriptor matches when the file it refers to has the same ``(st_dev, st_ino)`` as ``path``
@@ -206,7 +310,11 @@ def open_writers(path: str | os.PathLike[str], *, proc: str = "/proc", skip_self
     files are compared by identity, not by name) and ``O_ACCMODE`` of the ``flags:`` line in
     ``/proc/PID/fdinfo/N`` is ``O_WRONLY`` or ``O_RDWR``. Sockets, pipes and anonymous inodes are
     skipped by their link text before any stat. Processes that exit during the scan and those
-    whose ``/proc`` entries we may not read (not root) are skipped: run as root to see everyone.
+    whose ``/proc`` entries we may not read are skipped; when ``denied`` is given, the pids of
+    the latter (EACCES/EPERM listing ``/proc/PID/fd`` or reading its links) are added to it. Root alone is not enough to
+    see everyone: the kernel's ptrace access check also wants CAP_SYS_PTRACE for a process with
+    capabilities we lack (a full root shell seen from a unit with a reduced
+    CapabilityBoundingSet), which is why the daemon also asks :class:`OpenWrites`.
     The calling process is skipped unless ``skip_self=False``.
 
     Returns ``[]`` when ``path`` is missing. Never raises for /proc races. Linux only (on other
@@ -232,7 +340,9 @@ def open_writers(path: str | os.PathLike[str], *, proc: str = "/proc", skip_self
         fd_dir = f"{proc}/{pid}/fd"
         try:
             fds = os.listdir(fd_dir)
-        except OSError:
+        except OSError as exc:
+            if denied is not None and exc.errno in (errno.EACCES, errno.EPERM):
+                denied.add(pid)
             continue  # gone, a kernel thread, or not ours to read
         for fd in fds:
             link = f"{fd_dir}/{fd}"
@@ -241,7 +351,12 @@ def open_writers(path: str | os.PathLike[str], *, proc: str = "/proc", skip_self
                 if not target.startswith("/"):
                     continue  # socket:[…], pipe:[…], anon_inode:…
                 st = os.stat(link)
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM):
+                    # the directory lists, but each link is behind the ptrace access check
+                    if denied is not None:
+                        denied.add(pid)
+                    break
                 continue
             if (st.st_dev, st.st_ino) != ident:
                 continue
@@ -279,9 +394,7 @@ def dir_identity(path: Path) -> tuple[int, int] | None:
         st = os.stat(path)
     except OSError:
         return None
-    import stat as _stat
-
-    return (st.st_dev, st.st_ino) if _stat.S_ISDIR(st.st_mode) else None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 class Watcher:
@@ -331,6 +444,8 @@ class Watcher:
                 continue
             if hint == DIRECTORY and os.path.normpath(path) == os.path.normpath(root):
                 self._lost.set()
+            if hint.kind == "file" and not event.is_directory:
+                self.hints.writes.note(etype, hint.name, path)
             self.hints.add(hint)
 
     # -- main-thread side -----------------------------------------------------------------------
@@ -463,6 +578,7 @@ class Watcher:
                 pass
             return False
         self.error = None
+        self.hints.writes.clear()  # marks of the directory watched before are meaningless now
         self._observer = observer
         self._handler = handler
         self._parked_watch = None
