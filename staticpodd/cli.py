@@ -38,7 +38,15 @@ PROG = "staticpodctl"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one JSON object when ``--json`` is on the line."""
+    """argparse that reports usage errors as one JSON object when ``--json`` is on the line.
+
+    Abbreviated long options are off: ``--detailed`` or ``--js`` would switch a mode on that
+    main() (which looks for the full spelling before parsing) could not see.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     json_mode = False  # set by main() from the command line before parsing
     verb: str | None = None  # the verb named on the command line, if any (set by main())
@@ -629,7 +637,7 @@ def cmd_apply(args: argparse.Namespace, out: Out) -> int:
         rc = _wait(args, out, eng, "apply", res, before=before)
     out.finish(rc == EXIT_OK)
     if rc != EXIT_OK:
-        return rc
+        return EXIT_FAILURE if args.detailed_exitcode else rc  # 2 would read as "changed"
     if args.detailed_exitcode and res.changed:
         return 2
     return EXIT_OK
@@ -899,7 +907,8 @@ def main(argv: list[str] | None = None) -> int:
     _Parser.json_mode = "--json" in argv
     chosen = next((a for a in argv if a in VERBS), None)
     _Parser.verb = chosen
-    _Parser.detailed = "--detailed-exitcode" in argv
+    # any spelling of it (even a wrong one) means the caller reads 2 as "changed": fail with 1
+    _Parser.detailed = any(a.startswith("--detailed") for a in argv)
     parser = build_parser(chosen or "")
     args = parser.parse_args(argv)
     if _Parser.json_mode:

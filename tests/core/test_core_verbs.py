@@ -689,6 +689,9 @@ def test_under_detailed_exitcode_no_failure_looks_like_changed(sandbox, ctl, tmp
     assert ctl("apply", str(bad), "--detailed-exitcode").rc == 1
     named = ctl("apply", str(bad), "--as", "not a name", "--detailed-exitcode")
     assert named.rc == 1
+    assert ctl("apply", str(bad), "--detailed", "--bogus").rc == 1  # any spelling: 2 would read as changed
+    assert ctl("apply", str(bad), "--detailed-exitcode=yes", "--json").rc == 1
+    assert ctl("apply", str(bad), "--js").rc == 2  # no abbreviations: --js is not --json
 
 
 def test_a_restore_does_not_keep_the_bad_writes_looser_mode(kubeadm, ctl) -> None:

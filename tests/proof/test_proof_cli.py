@@ -177,3 +177,14 @@ def test_a_pod_running_under_another_node_name_stops_the_apply_before_anything_c
     rc, body = run(capsys, root, "apply", str(new), "--wait=2s")  # no --node-name: the host name
     assert rc == 2 and body["error"]["code"] == "node-name-mismatch"
     assert "--node-name some-other-node-name" in body["error"]["hint"] and live.read_bytes() == previous
+
+
+def test_a_failed_wait_under_detailed_exitcode_exits_1_not_6(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str], http_server: Any
+) -> None:
+    """2 means "changed" and 6 is outside the Puppet/Terraform convention: any failure is 1."""
+    srv = http_server([500])
+    new = with_probe(root, srv.port)
+    old_pod_runs(fake_runtime, *kubelet_reacts(root))
+    rc, body = run(capsys, root, "apply", str(new), "--wait=3s", "--node-name", NODE, "--detailed-exitcode")
+    assert rc == 1 and not body["ok"] and body["error"]["code"] == "wait-timeout"
