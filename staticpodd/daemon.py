@@ -488,7 +488,7 @@ class Daemon:
         self.notifier.ready(status)
         self._last_status = status
         denied: set[int] = set()
-        open_writers(self.layout.manifest_dir, denied=denied)  # probe: may we see writers in /proc?
+        open_writers("/", denied=denied)  # probe (any path that exists): may we see writers in /proc?
         self.log(
             Event.DAEMON_STARTED,
             f"staticpodd {__version__} watching {self.layout.manifest_dir}: {status}",
