@@ -94,8 +94,9 @@ class Target:
 
 
 @dataclass
-class HookWarning:
-    """A post-hook that did not succeed: shaped like a validator finding for ``warnings``."""
+class OpWarning:
+    """Something an operation did not stop for but the operator must see (a post-hook that
+    failed, a rollback across a pod rename): shaped like a validator finding for ``warnings``."""
 
     path: str
     message: str
@@ -103,7 +104,7 @@ class HookWarning:
     severity: str = "warning"
 
     @classmethod
-    def of(cls, r: Any, phase: str, verb: str) -> HookWarning:
+    def of(cls, r: Any, phase: str, verb: str) -> OpWarning:
         """From a :class:`staticpodd.hooks.HookResult`."""
         detail = {"failed": f"exited with status {r.returncode}", "signaled": f"was killed by signal {r.signal}",
                   "timeout": "timed out and was killed", "refused": f"was not run: {r.reason}"}[r.status]
@@ -259,7 +260,7 @@ class Engine:
         self.untrackable: set[str] = set()
         self._untrackable_logged: set[str] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
-        self.hook_warnings: list[HookWarning] = []
+        self.hook_warnings: list[OpWarning] = []
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -613,7 +614,7 @@ class Engine:
         timeout = getattr(timeout, "timeout", None) if timeout is not None else None
         results = run_hooks(self.layout, phase, verb, env, timeout=float(timeout or 30), journal=self.journal)
         if phase == "post":  # never fatal; the CLI shows them as warnings (and in --json "warnings")
-            self.hook_warnings.extend(HookWarning.of(r, phase, verb) for r in results
+            self.hook_warnings.extend(OpWarning.of(r, phase, verb) for r in results
                                       if r.status in ("failed", "signaled", "timeout", "refused"))
 
     # -- drift / scan ---------------------------------------------------------------------------
@@ -982,17 +983,36 @@ class Engine:
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
                                      restoring)
 
-    def _check_identity_kept(self, comp: str, fn: str, cur: bytes, namespace: str, name: str) -> None:
+    def _current_identity(self, comp: str, cur: bytes | None) -> tuple[str, str] | None:
+        """The pod ``comp`` stands for: its current file's, or when that does not parse (or is
+        gone) its newest recorded version's that does. None for a component never recorded."""
+        ident = self.pod_identity(cur) if cur is not None else None
+        if ident is not None or not self.layout.db_path.exists():
+            return ident
+        seen: set[str] = set()
+        for v in reversed(self.store.history(comp)):
+            if v.digest in seen:
+                continue
+            seen.add(v.digest)
+            ident = self.pod_identity(self.store.data(v.digest))
+            if ident is not None:
+                return ident
+        return None
+
+    def _check_identity_kept(self, comp: str, fn: str, cur: bytes | None, namespace: str, name: str,
+                             action: str) -> None:
         """Refuse bytes that turn ``comp`` into another pod (see :meth:`apply`)."""
-        old = self.pod_identity(cur)
+        old = self._current_identity(comp, cur)
         if old is None or old == (namespace, name):
             return
+        hint = "if that is what you mean, add --rename"
+        if action == "apply" and name != comp:
+            hint += f"; to add {name} as a pod of its own, apply it under its own name (--as {name})"
         raise Conflict(
-            f"{fn} defines pod {old[0]}/{old[1]}; the new manifest defines pod {namespace}/{name}: the kubelet "
-            f"would stop {old[1]} and start {name} in its place",
+            f"{comp} is pod {old[0]}/{old[1]}; the new manifest defines pod {namespace}/{name}: the kubelet "
+            f"would stop {old[0]}/{old[1]} and start {namespace}/{name} in its place",
             path=str(self.layout.manifest_dir / fn),
-            hint=f"if that is what you mean, add --rename; to add {name} as a pod of its own, apply it under "
-            f"its own name (--as {name})",
+            hint=hint,
         )
 
     def _check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
@@ -1040,8 +1060,17 @@ class Engine:
                     else f"see its history with: staticpodctl history {comp}")
             raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
         manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
-        if cur is not None and not rename and action in ("apply", "edit"):
-            self._check_identity_kept(comp, fn, cur.data, manifest.namespace, manifest.name)
+        if not rename and action in ("apply", "edit"):
+            self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
+                                      manifest.name, action)
+        elif action == "rollback":
+            old_ident = self._current_identity(comp, cur.data if cur is not None else None)
+            if old_ident is not None and old_ident != (manifest.namespace, manifest.name):
+                warnings = [*warnings, OpWarning(
+                    str(self._path(loc, fn)),
+                    f"this version defines pod {manifest.namespace}/{manifest.name}, the current one "
+                    f"{old_ident[0]}/{old_ident[1]}: the kubelet stops one and starts the other",
+                    code="pod-renamed")]
         if loc == "live" or unpark:
             self._check_no_duplicate(fn, manifest.namespace, manifest.name)
             self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name,
@@ -1168,8 +1197,10 @@ class Engine:
         """Put an earlier version back, as a new version (action ``rollback``).
 
         ``to``: the seq to restore; default the newest version whose bytes differ from the
-        current ones. The bytes go through the gate again. Raises UnknownVersion, Conflict (nothing
-        to roll back to), InvalidManifest, plus what :meth:`apply` raises.
+        current ones and pass the gate (broken hand edits in history are skipped). The bytes go
+        through the gate again. Raises UnknownVersion, Conflict (nothing to roll back to),
+        InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
+        (``pod-renamed``) rather than refuses: the bytes were in force before.
         """
         target = self.resolve(name)
         comp = target.component
@@ -1185,7 +1216,14 @@ class Engine:
                     f"{comp} has no earlier version that differs from the current bytes",
                     hint=f"see: staticpodctl history {comp}",
                 )
-            version = candidates[0]
+            # the newest one that passes the gate: a broken hand edit in history is skipped
+            valid = [v for v in candidates if self._verdict(self.store.data(v.digest), f"{comp}@{v.seq}", comp)[0]]
+            if not valid:
+                raise Conflict(
+                    f"{comp} has no earlier version that passes validation",
+                    hint=f"see: staticpodctl history {comp}; staticpodctl rollback {comp} --to N shows why one fails",
+                )
+            version = valid[0]
         else:
             version = self.store.get(comp, to)
         data = self.store.data(version.digest)

@@ -746,3 +746,22 @@ def test_a_parked_pod_cannot_come_back_through_another_file_unnoticed(kubeadm, c
     d = ctl("doctor", "--json")
     assert d.rc == 1
     assert any(p["code"] == "park-bypassed" and "ks.yaml" in p["message"] for p in d.json()["problems"])
+
+
+def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollback_warns(kubeadm, ctl, corpus,
+                                                                                       tmp_path) -> None:
+    keepalived = corpus / "manifests" / "06-kubeadm-docs-keepalived.yaml"
+    assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0
+    (kubeadm.manifests / SCHED).write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n")
+    r = ctl("apply", str(keepalived), "--as", "kube-scheduler", "--json")  # identity from the newest valid version
+    assert r.rc == 4 and "kube-system/kube-scheduler" in r.json()["error"]["message"]
+    r = ctl("rollback", "kube-scheduler", "--json")  # skips the broken hand edit in history
+    assert r.rc == 0 and r.json()["rolled_back_to"] == 3
+    assert ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename").rc == 0
+    r = ctl("rollback", "kube-scheduler", "--json")
+    assert r.rc == 0 and [w["code"] for w in r.json()["warnings"]] == ["pod-renamed"]
+    ns = tmp_path / "ns.yaml"
+    ns.write_bytes((kubeadm.manifests / SCHED).read_bytes().replace(b"namespace: kube-system", b"namespace: other"))
+    r = ctl("apply", str(ns), "--as", "kube-scheduler", "--json")  # namespace only: says so, no absurd --as hint
+    assert r.rc == 4 and "start other/kube-scheduler" in r.json()["error"]["message"]
+    assert "--as" not in r.json()["error"]["hint"]
