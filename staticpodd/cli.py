@@ -658,9 +658,14 @@ def cmd_rollback(args: argparse.Namespace, out: Out) -> int:
 def cmd_edit(args: argparse.Namespace, out: Out) -> int:
     import tempfile
 
+    from . import fsops
     from .store import digest_of
 
     eng = _engine(args)
+    target = eng.resolve(args.component, allow_recorded=False)
+    with eng.locked():  # record the bytes being edited first: a write meanwhile is then a version after them
+        fsops.ensure_private_dirs(eng.layout)
+        eng.scan(None)
     target, data, loc = eng.current_bytes(args.component)
     base = digest_of(data)
     edit_root = eng.layout.run_dir / "edit"

@@ -295,8 +295,12 @@ def test_an_edit_that_changes_nothing_records_nothing(kubeadm, ctl, tmp_path, mo
     monkeypatch.delenv("VISUAL", raising=False)
     r = ctl("edit", "kube-scheduler")
     assert r.rc == 0 and "no changes" in r.out
-    assert not (kubeadm.root / "var/lib/staticpodd/versions.sqlite3").exists() or ctl(
-        "history", "kube-scheduler", "--json").json()["versions"] == []
+    # the bytes opened are recorded first (adopted, so a concurrent write is a version after
+    # them); the edit itself records nothing
+    versions = ctl("history", "kube-scheduler", "--json").json()["versions"]
+    assert [v["action"] for v in versions] == ["external"]
+    assert ctl("edit", "kube-scheduler").rc == 0
+    assert len(ctl("history", "kube-scheduler", "--json").json()["versions"]) == 1
 
 
 def test_the_kubelets_staticPodPath_is_used_by_default(tmp_path, ctl) -> None:
@@ -765,3 +769,16 @@ def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollba
     r = ctl("apply", str(ns), "--as", "kube-scheduler", "--json")  # namespace only: says so, no absurd --as hint
     assert r.rc == 4 and "start other/kube-scheduler" in r.json()["error"]["message"]
     assert "--as" not in r.json()["error"]["hint"]
+
+
+def test_edit_on_first_contact_records_the_bytes_it_opens_before_a_concurrent_write(kubeadm, ctl, tmp_path,
+                                                                                    monkeypatch) -> None:
+    live = kubeadm.manifests / SCHED
+    original = live.read_bytes()
+    monkeypatch.setenv("EDITOR", write_editor(tmp_path, (
+        "s = open(p).read().replace('--leader-elect=true', '--leader-elect=false')\nopen(p, 'w').write(s)\n"
+        f"open({str(live)!r}, 'a').write('# someone else\\n')")))
+    monkeypatch.delenv("VISUAL", raising=False)
+    r = ctl("edit", "kube-scheduler", "--json")  # nothing recorded before this
+    assert r.rc == 4 and r.json()["error"]["hint"].endswith("staticpodctl diff kube-scheduler 1 2")
+    assert ctl("show", "kube-scheduler@1").out.encode() == original
