@@ -152,6 +152,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     p = verb_("unpark", "put a parked component back at the same path, byte-identical")
     p.add_argument("component", help="component name (kube-scheduler) or file name")
     p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--discard", action="store_true",
+                   help="end the park without starting anything: delete the parked copy (its bytes stay in "
+                   "history), e.g. a parked leftover .bak")
     wait_args(p, "unpark")
     p.set_defaults(handler=cmd_unpark)
 
@@ -598,6 +601,13 @@ def _pre_wait(args: argparse.Namespace, eng: Any, verb: str) -> Any:
 
 def cmd_unpark(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
+    if args.discard:
+        if getattr(args, "wait", None) is not None:
+            raise UsageError("--discard starts nothing, so there is nothing to --wait for")
+        res = eng.discard_park(args.component, reason=args.reason)
+        _result_out(out, res, eng=eng)
+        out.finish(True)
+        return EXIT_OK
     before = _pre_wait(args, eng, "unpark")
     res = eng.unpark(args.component, reason=args.reason)
     _result_out(out, res, eng=eng)

@@ -1453,6 +1453,37 @@ class Engine:
             return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}{recovered_note}",
                           location="live", version=version, digest=digest, park=rec)
 
+    def discard_park(self, name: str, *, reason: str | None = None) -> Result:
+        """End a park without starting anything: delete the parked copy (its bytes are recorded:
+        recorded first if they were not) and close the park. For a parked leftover (a
+        ``.bak``), or a component the operator retires. Raises NotParked, UnknownComponent,
+        LockTimeout, FsError."""
+        with self.locked():
+            missing = self._park_with_missing_copy(name)
+            if missing is not None:
+                comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
+            else:
+                target = self.resolve(name, allow_recorded=False)
+                self._scan_before_change(target.file_name)  # the parked copy's bytes are in history now
+                target = self.resolve(target.file_name, allow_recorded=False)
+                comp, fn = target.component, target.file_name
+                if not target.parked or self.store.park_of(comp) is None:
+                    raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
+            rec = self.store.park_of(comp)
+            fsops.remove(self._path("parked", fn))
+            with self.store.transaction():
+                self.store.clear_park(comp)
+                self.store.clear_observed(f"parked/{fn}")
+                self.store.record_event("discarded", component=comp, file_name=fn, actor=self.actor.name,
+                                        details={"reason": reason, "digest": rec.digest if rec else None})
+            head = self.store.head(comp)
+            seq = head.seq if head is not None else None
+            msg = (f"{comp}: park ended without starting it; the parked copy of {fn} is deleted"
+                   + (f" (its bytes stay in history as version {seq})" if seq else ""))
+            self._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=seq,
+                      reason=reason, action="discard")
+            return Result("unpark", comp, fn, True, msg, location=None, version=head, park=rec)
+
     def parks_bypassed(self) -> list[tuple[str, str]]:
         """``(component, live file)`` for every parked component whose pod another live file
         defines: the kubelet runs it although it is parked (KUBELET.md "Duplicate names across
@@ -1621,8 +1652,8 @@ class Engine:
                 if comp in rows or comp in parks:
                     continue
                 last = store.events(comp, limit=1)
-                if last and last[-1]["kind"] == "quarantined":
-                    continue  # a stray the daemon moved out on purpose
+                if last and last[-1]["kind"] in ("quarantined", "discarded"):
+                    continue  # moved out on purpose: a stray the daemon quarantined, a park discarded
                 head = store.head(comp)
                 assert head is not None
                 rows[comp] = {"component": comp, "file_name": head.file_name, "state": "removed",

@@ -782,3 +782,22 @@ def test_edit_on_first_contact_records_the_bytes_it_opens_before_a_concurrent_wr
     r = ctl("edit", "kube-scheduler", "--json")  # nothing recorded before this
     assert r.rc == 4 and r.json()["error"]["hint"].endswith("staticpodctl diff kube-scheduler 1 2")
     assert ctl("show", "kube-scheduler@1").out.encode() == original
+
+
+def test_unpark_discard_ends_a_leftover_park_without_starting_anything(kubeadm, ctl) -> None:
+    bak = kubeadm.manifests / "kube-scheduler.yaml.bak"
+    bak.write_bytes((kubeadm.manifests / SCHED).read_bytes() + b"# bak\n")
+    assert ctl("park", "kube-scheduler.yaml.bak").rc == 0
+    assert ctl("unpark", "kube-scheduler.yaml.bak").rc == 4  # would be a duplicate again
+    r = ctl("unpark", "kube-scheduler.yaml.bak", "--discard", "--json")
+    assert r.rc == 0 and "bytes stay in history" in r.json()["msg"]
+    assert not bak.exists() and not (kubeadm.parked / "kube-scheduler.yaml.bak").exists()
+    names = {c["component"] for c in ctl("status", "--json").json()["components"]}
+    assert "kube-scheduler.yaml.bak" not in names
+    assert ctl("show", "kube-scheduler.yaml.bak@1").out.endswith("# bak\n")  # nothing lost
+    assert ctl("doctor", "--json").rc == 0
+    # a park whose copy was deleted by hand can be discarded too
+    assert ctl("park", "kube-scheduler").rc == 0
+    (kubeadm.parked / SCHED).unlink()
+    assert ctl("unpark", "kube-scheduler", "--discard").rc == 0
+    assert ctl("doctor", "--json").rc == 0
