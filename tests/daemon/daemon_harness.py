@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -243,3 +244,23 @@ def staticpodctl(root: Path, *args: str, env: dict[str, str] | None = None) -> s
         env={**os.environ, **(env or {})},
         cwd=str(REPO),
     )
+
+
+def slow_writer(path: Path, first: bytes) -> subprocess.Popen[bytes]:
+    """A child that truncates ``path``, writes ``first``, and then writes whatever comes on its
+    stdin before closing the file: a slow, non-atomic write (``( head; sleep; tail ) > live``,
+    ``cat > file`` from a pipe). It runs with the test's privileges (root in CI: every
+    capability, as an admin's shell). Returns once the first part is written."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        fh = open({str(path)!r}, "wb")
+        fh.write({first!r}); fh.flush()
+        print("half", flush=True)
+        rest = sys.stdin.buffer.read()
+        fh.write(rest); fh.close()
+        """
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline().strip() == b"half"
+    return child

@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -25,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from daemon_harness import REPO, Daemon, head_digest, journal, make_root, sha, wait_journal, wait_until
+from daemon_harness import REPO, Daemon, head_digest, journal, make_root, sha, slow_writer, wait_journal, wait_until
 
 from staticpodd.daemon import Daemon as StaticpodDaemon
 from staticpodd.watch import WRITE_STALL, Hint, Hints, OpenWrites, Watcher
@@ -221,24 +220,6 @@ def capped_daemon(notify_socket):
             d.stop()
 
 
-def _slow_writer(path: Path, first: bytes) -> subprocess.Popen[bytes]:
-    """A child with every capability (as an admin's root shell) that truncates ``path``, writes
-    ``first``, and writes what comes on stdin before closing: ``( head; sleep; tail ) > live``."""
-    code = textwrap.dedent(
-        f"""
-        import sys
-        fh = open({str(path)!r}, "wb")
-        fh.write({first!r}); fh.flush()
-        print("half", flush=True)
-        rest = sys.stdin.buffer.read()
-        fh.write(rest); fh.close()
-        """
-    )
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert child.stdout is not None and child.stdout.readline().strip() == b"half"
-    return child
-
-
 def _inotify_waits(root: Path, file_name: str) -> list[dict[str, Any]]:
     return [
         e
@@ -262,7 +243,7 @@ def test_a_slow_write_is_not_restored_over_by_a_daemon_without_cap_sys_ptrace(tm
     limited = wait_journal(root, "DIRECTORY_PROBLEM", lambda e: e.get("FINDING") == "writer-inspection-limited")
     assert "CAP_SYS_PTRACE" in limited["MESSAGE"]
     inode = live.stat().st_ino
-    child = _slow_writer(live, new[:700])
+    child = slow_writer(live, new[:700])
     try:
         wait = wait_until(lambda: _inotify_waits(root, live.name), timeout=20, what="the restore waits")[0]
         assert "waits for the writer to close the file" in wait["MESSAGE"] and "60 s" in wait["MESSAGE"]
@@ -288,7 +269,7 @@ def test_an_invalid_write_is_still_restored_once_closed_by_a_daemon_without_cap_
     good = live.read_bytes()
     d = capped_daemon(root)
     d.wait_ready()
-    child = _slow_writer(live, b"apiVersion: v1\nkind: Pod\nspec: {}\n")
+    child = slow_writer(live, b"apiVersion: v1\nkind: Pod\nspec: {}\n")
     try:
         wait_until(lambda: _inotify_waits(root, live.name), timeout=20, what="the restore waits")
         assert live.read_bytes() != good

@@ -14,7 +14,17 @@ import sys
 import textwrap
 
 import pytest
-from daemon_harness import head_digest, history, journal, make_root, sha, staticpodctl, wait_journal, wait_until
+from daemon_harness import (
+    head_digest,
+    history,
+    journal,
+    make_root,
+    sha,
+    slow_writer,
+    staticpodctl,
+    wait_journal,
+    wait_until,
+)
 
 from staticpodd.watch import open_writers
 
@@ -75,24 +85,6 @@ def test_open_writers_ignores_readers_and_missing_files(tmp_path):
     assert open_writers(tmp_path / "missing.yaml") == []
 
 
-def _slow_writer(path, first: bytes) -> subprocess.Popen[str]:
-    """A child that truncates ``path``, writes ``first``, and then writes whatever comes on its
-    stdin before closing the file: a slow, non-atomic write (``cat > file`` from a pipe)."""
-    code = textwrap.dedent(
-        f"""
-        import sys
-        fh = open({str(path)!r}, "wb")
-        fh.write({first!r}); fh.flush()
-        print("half", flush=True)
-        rest = sys.stdin.buffer.read()
-        fh.write(rest); fh.close()
-        """
-    )
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert child.stdout is not None and child.stdout.readline().strip() == b"half"
-    return child
-
-
 def _waits(root, pid: int) -> list[dict]:
     return [e for e in journal(root, "INVALID_LIVE") if e.get("HELD_BY_PID") == str(pid)]
 
@@ -109,7 +101,7 @@ def test_a_slow_write_under_restore_is_not_restored_over_while_it_is_being_writt
     d = run_daemon(root)
     d.wait_ready()
     inode = live.stat().st_ino
-    child = _slow_writer(live, new[:700])
+    child = slow_writer(live, new[:700])
     try:
         wait = wait_until(lambda: _waits(root, child.pid), timeout=20, what="the restore waits for the writer")[0]
         assert f"pid {child.pid} (" in wait["MESSAGE"] and "waits for the writer to close" in wait["MESSAGE"]
@@ -141,7 +133,7 @@ def test_an_invalid_write_is_restored_once_its_writer_closes_it(tmp_path, run_da
     good = live.read_bytes()
     d = run_daemon(root)
     d.wait_ready()
-    child = _slow_writer(live, b"apiVersion: v1\nkind: Pod\nspec: {}\n")
+    child = slow_writer(live, b"apiVersion: v1\nkind: Pod\nspec: {}\n")
     try:
         wait_until(lambda: _waits(root, child.pid), timeout=20, what="the restore waits for the writer")
         assert live.read_bytes() != good
@@ -155,7 +147,7 @@ def test_a_stray_is_not_quarantined_while_it_is_open_for_writing(tmp_path, run_d
     root = make_root(tmp_path, "on_stray: quarantine\ndebounce: 0.2\n")
     mdir = root / MANIFESTS
     stray = mdir / "etcd.yaml.bak"
-    child = _slow_writer(stray, (mdir / "etcd.yaml").read_bytes())
+    child = slow_writer(stray, (mdir / "etcd.yaml").read_bytes())
     d = run_daemon(root)
     d.wait_ready()
     try:
