@@ -877,7 +877,7 @@ class Daemon:
         self._proc_limited = True
         sample = ",".join(str(p) for p in sorted(denied)[:10])
         self.log(
-            Event.DIRECTORY_PROBLEM,
+            Event.WRITER_INSPECTION_LIMITED,
             f"writer inspection via /proc is limited: /proc/PID/fd of {len(denied)} process(es) "
             f"(pid {sample}{', ...' if len(denied) > 10 else ''}) is not readable without CAP_SYS_PTRACE; "
             "files being written are recognised by inotify (changed and not yet closed) instead, "
@@ -1182,7 +1182,7 @@ class Daemon:
                     "the writing process is not visible in /proc)"
                 )
             self.log(
-                Event.INVALID_LIVE if verb == "restore" else Event.STRAY_FOUND,
+                Event.POLICY_ACTION_HELD,
                 f"{name}: the {verb} waits for the writer to close the file: {text}; it goes ahead "
                 f"after {WRITE_STALL:g} s without a change",
                 priority=NOTICE,

@@ -223,7 +223,7 @@ def capped_daemon(notify_socket):
 def _inotify_waits(root: Path, file_name: str) -> list[dict[str, Any]]:
     return [
         e
-        for e in journal(root, "INVALID_LIVE")
+        for e in journal(root, "POLICY_ACTION_HELD")
         if e.get("HELD_BY") == "inotify" and e.get("FILE_NAME") == file_name
     ]
 
@@ -240,7 +240,7 @@ def test_a_slow_write_is_not_restored_over_by_a_daemon_without_cap_sys_ptrace(tm
     d.wait_ready()
     started = wait_journal(root, "DAEMON_STARTED")
     assert started.get("WRITER_INSPECTION") == "inotify", started
-    limited = wait_journal(root, "DIRECTORY_PROBLEM", lambda e: e.get("FINDING") == "writer-inspection-limited")
+    limited = wait_journal(root, "WRITER_INSPECTION_LIMITED", lambda e: e.get("FINDING") == "writer-inspection-limited")
     assert "CAP_SYS_PTRACE" in limited["MESSAGE"]
     inode = live.stat().st_ino
     child = slow_writer(live, new[:700])
@@ -260,7 +260,7 @@ def test_a_slow_write_is_not_restored_over_by_a_daemon_without_cap_sys_ptrace(tm
     wait_until(lambda: head_digest(root, "kube-scheduler") == sha(new), what="the complete write recorded")
     assert live.read_bytes() == new and live.stat().st_ino == inode
     assert journal(root, "RESTORED_LAST_GOOD") == []
-    assert len([e for e in journal(root, "DIRECTORY_PROBLEM") if e.get("FINDING") == "writer-inspection-limited"]) == 1
+    assert len([e for e in journal(root, "WRITER_INSPECTION_LIMITED") if e.get("FINDING") == "writer-inspection-limited"]) == 1
 
 
 def test_an_invalid_write_is_still_restored_once_closed_by_a_daemon_without_cap_sys_ptrace(tmp_path, capped_daemon):

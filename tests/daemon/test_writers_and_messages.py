@@ -86,7 +86,7 @@ def test_open_writers_ignores_readers_and_missing_files(tmp_path):
 
 
 def _waits(root, pid: int) -> list[dict]:
-    return [e for e in journal(root, "INVALID_LIVE") if e.get("HELD_BY_PID") == str(pid)]
+    return [e for e in journal(root, "POLICY_ACTION_HELD") if e.get("HELD_BY_PID") == str(pid)]
 
 
 def test_a_slow_write_under_restore_is_not_restored_over_while_it_is_being_written(tmp_path, run_daemon):
@@ -151,7 +151,7 @@ def test_a_stray_is_not_quarantined_while_it_is_open_for_writing(tmp_path, run_d
     d = run_daemon(root)
     d.wait_ready()
     try:
-        e = wait_journal(root, "STRAY_FOUND", lambda e: e.get("HELD_BY_PID") == str(child.pid))
+        e = wait_journal(root, "POLICY_ACTION_HELD", lambda e: e.get("HELD_BY_PID") == str(child.pid))
         assert "quarantine waits for the writer" in e["MESSAGE"]
         assert stray.exists()
     finally:
