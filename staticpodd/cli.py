@@ -296,15 +296,53 @@ def _layout(args: argparse.Namespace) -> Any:
     try:
         cfg = _load_config(args, default)
     except ConfigError:
-        if getattr(args, "command", None) in TOLERATE_BAD_CONFIG:
-            return default  # the engine's loader warns about it and goes on with the defaults
-        raise
+        if getattr(args, "command", None) not in TOLERATE_BAD_CONFIG:
+            raise
+        # The engine's loader warns and goes on with default settings; but which directory to
+        # act on is not a setting to guess: use manifest_dir if it can still be read, refuse if not.
+        mdir = _salvage_manifest_dir(getattr(args, "config", None) or str(default.config_path))
+        if mdir is None:
+            return default
+        from .layout import under_root
+
+        return Layout.build(root, under_root(default.root, mdir))
     mdir = getattr(cfg, "manifest_dir", None)
     if mdir:
         from .layout import under_root
 
         return Layout.build(root, under_root(default.root, mdir))
     return default
+
+
+def _salvage_manifest_dir(path: str) -> str | None:
+    """``manifest_dir`` from a configuration file that failed its schema check (another key is
+    wrong): the absolute path it names, or None when it names none. Raises ConfigError when the
+    file mentions manifest_dir but it cannot be read as an absolute path: acting on the default
+    directory then could park or change the wrong files."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(1 << 20)
+    except OSError:
+        return None
+    if b"manifest_dir" not in raw:
+        return None
+    try:
+        import yaml
+
+        doc = yaml.safe_load(raw)
+    except Exception:  # noqa: BLE001 - any YAML problem: refuse below
+        doc = None
+    value = doc.get("manifest_dir") if isinstance(doc, dict) else None
+    if value is None and isinstance(doc, dict) and "manifest_dir" not in doc:
+        return None
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ConfigError(
+            "the configuration is invalid and its manifest_dir cannot be read, so it is not clear which "
+            "directory to act on",
+            path=path,
+            hint="fix the configuration (staticpodd --check-config), or pass --manifest-dir",
+        )
+    return value
 
 
 _config_cache: dict[str, Any] = {}
@@ -338,7 +376,8 @@ def _load_config(args: argparse.Namespace, layout: Any) -> Any:
     if digest is not None:
         try:
             cached = json.loads(cache_path.read_text(encoding="utf-8"))
-            if cached.get("digest") == digest and cached.get("path") == os.path.abspath(path):
+            if (cached.get("digest") == digest and cached.get("path") == os.path.abspath(path)
+                    and cached.get("checked_by") == __version__):  # a new release may check more
                 from .config import Config
 
                 cfg = Config.from_dict(cached["config"], source=path, digest=digest)
@@ -353,7 +392,8 @@ def _load_config(args: argparse.Namespace, layout: Any) -> Any:
                 layout.run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
                 tmp = cache_path.with_name(f".config-checked.{os.getpid()}")
                 tmp.write_text(json.dumps({"path": os.path.abspath(path), "digest": digest,
-                                           "config": cfg.to_dict()}), encoding="utf-8")
+                                           "checked_by": __version__, "config": cfg.to_dict()}),
+                               encoding="utf-8")
                 os.replace(tmp, cache_path)
             except OSError:
                 pass
@@ -831,6 +871,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     from .validate import validate_directory
 
     eng = _engine(args)
+    eng.check_manifest_dir()  # a missing directory is the one problem doctor cannot look past
     eng.config  # load it now, so an invalid configuration is reported below  # noqa: B018
     findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
     st = eng.status()

@@ -1464,12 +1464,20 @@ class Engine:
                 comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
             else:
                 target = self.resolve(name, allow_recorded=False)
-                self._scan_before_change(target.file_name)  # the parked copy's bytes are in history now
+                found = self._scan_before_change(target.file_name)  # the parked copy's bytes are in history now
                 target = self.resolve(target.file_name, allow_recorded=False)
                 comp, fn = target.component, target.file_name
+                if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
+                    return Result("unpark", comp, fn, False,
+                                  f"{comp}: {fn} was already moved back by hand; its park record is now closed "
+                                  "(nothing to discard)", location="live")
                 if not target.parked or self.store.park_of(comp) is None:
                     raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             rec = self.store.park_of(comp)
+            parked_st = self._state_at("parked", fn)
+            parked_digest = digest_of(parked_st.data) if parked_st is not None else None
+            parked_version = next((v for v in reversed(self.store.history(comp)) if v.digest == parked_digest), None)
+            live_too = self._path("live", fn).exists()
             fsops.remove(self._path("parked", fn))
             with self.store.transaction():
                 self.store.clear_park(comp)
@@ -1477,9 +1485,11 @@ class Engine:
                 self.store.record_event("discarded", component=comp, file_name=fn, actor=self.actor.name,
                                         details={"reason": reason, "digest": rec.digest if rec else None})
             head = self.store.head(comp)
-            seq = head.seq if head is not None else None
-            msg = (f"{comp}: park ended without starting it; the parked copy of {fn} is deleted"
-                   + (f" (its bytes stay in history as version {seq})" if seq else ""))
+            seq = parked_version.seq if parked_version is not None else None
+            msg = (f"{comp}: park ended; the parked copy of {fn} is deleted"
+                   + (f" (its bytes stay in history as version {seq})" if seq else "")
+                   + ("; the live file stays and the kubelet runs it" if live_too else
+                      "; nothing was started"))
             self._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=seq,
                       reason=reason, action="discard")
             return Result("unpark", comp, fn, True, msg, location=None, version=head, park=rec)

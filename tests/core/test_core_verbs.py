@@ -801,3 +801,35 @@ def test_unpark_discard_ends_a_leftover_park_without_starting_anything(kubeadm, 
     (kubeadm.parked / SCHED).unlink()
     assert ctl("unpark", "kube-scheduler", "--discard").rc == 0
     assert ctl("doctor", "--json").rc == 0
+
+
+def test_an_invalid_config_never_sends_a_verb_to_the_default_directory(kubeadm, ctl) -> None:
+    """A typo elsewhere in staticpodd.yaml: status/park still act on its manifest_dir, and a
+    manifest_dir that cannot be read is refused rather than guessed."""
+    srv = kubeadm.root / "srv" / "pods"
+    srv.mkdir(parents=True)
+    (srv / SCHED).write_bytes((kubeadm.manifests / SCHED).read_bytes())
+    cfg = kubeadm.root / "etc" / "staticpodd" / "staticpodd.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("manifest_dir: /srv/pods\non_invalid: bogus\n")
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["file_name"] == SCHED
+    assert (srv / ".staticpodd" / "parked" / SCHED).exists() and (kubeadm.manifests / SCHED).exists()
+    cfg.write_text("manifest_dir: [/srv/pods\n")  # not even YAML
+    r = ctl("status", "--json")
+    assert r.rc == 78 and "which directory" in r.json()["error"]["message"]
+    cfg.write_text("manifest_dir: srv/pods\n")  # relative: refused by the schema, CLI and daemon alike
+    assert ctl("status", "--json").rc == 78
+
+
+def test_doctor_on_a_missing_manifest_directory_is_a_clean_error(sandbox, ctl, tmp_path) -> None:
+    r = ctl("doctor", "--manifest-dir", str(tmp_path / "nope"), "--json")
+    assert r.rc == 1 and r.json()["error"]["code"] == "fs-error"
+
+
+def test_unpark_discard_after_a_hand_move_back_is_not_a_failure(kubeadm, ctl) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    (kubeadm.parked / SCHED).rename(kubeadm.manifests / SCHED)
+    r = ctl("unpark", "kube-scheduler", "--discard", "--json")
+    assert r.rc == 0 and r.json()["changed"] is False and "moved back by hand" in r.json()["msg"]
+    assert (kubeadm.manifests / SCHED).exists()
