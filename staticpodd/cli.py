@@ -619,10 +619,7 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
         else:
             out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
                      "until it starts (it then unparks overdue parks at once)")
-    runs_from = res.extra.get("keeps_running_from")
-    if runs_from:
-        out.say(f"  {res.file_name} is out of the kubelet's sight; the pod itself keeps running from {runs_from}")
-    else:
+    if not res.extra.get("keeps_running_from"):  # else the headline already says where the pod runs from
         out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shlex.quote(res.component)}")
     rc = _wait(args, out, eng, "park", res, before=before)
     out.finish(rc == EXIT_OK)

@@ -405,7 +405,7 @@ class Engine:
             raise UsageError(f"{name!r}: dot-names are never read by the kubelet and are not components")
         if not is_utf8_name(name):
             raise UsageError(
-                f"{printable_name(name)!r} is not valid UTF-8: staticpodd cannot track such a file",
+                f"'{printable_name(name)}' is not valid UTF-8: staticpodd cannot track such a file",
                 hint="rename it (mv -- OLD NEW) to a UTF-8 name; the kubelet reads it under any name",
             )
         live = self.live_names()
@@ -924,7 +924,7 @@ class Engine:
                 return Target(component_of(fn), fn, False, False)
         base = os.path.basename(source)
         if not is_utf8_name(base):
-            raise UsageError(f"{printable_name(base)!r} is not valid UTF-8 and would become the manifest's name",
+            raise UsageError(f"'{printable_name(base)}' is not valid UTF-8 and would become the manifest's name",
                              hint="name the component with --as COMPONENT")
         if base in ("", "-") or base.startswith("."):
             raise UsageError(
@@ -1204,6 +1204,7 @@ class Engine:
         """
         target = self.resolve(name)
         comp = target.component
+        skipped: list[int] = []
         if to is None:
             try:
                 _, cur_data, _ = self.current_bytes(comp)
@@ -1224,6 +1225,7 @@ class Engine:
                     hint=f"see: staticpodctl history {comp}; staticpodctl rollback {comp} --to N shows why one fails",
                 )
             version = valid[0]
+            skipped = [v.seq for v in candidates[: candidates.index(version)] if v.digest != version.digest]
         else:
             version = self.store.get(comp, to)
         data = self.store.data(version.digest)
@@ -1231,6 +1233,11 @@ class Engine:
         res = self.apply(data, source=f"{comp}@{version.seq}", component=target.file_name, reason=reason,
                          check=check, action="rollback")
         res.extra["rolled_back_to"] = version.seq
+        if res.changed and res.version is not None and res.location != "parked":
+            res.msg = f"{comp}: rolled back to version {version.seq} (recorded as version {res.version.seq})"
+        if to is None and skipped:
+            res.msg += (f"; skipped version{'s' if len(skipped) > 1 else ''} "
+                        f"{', '.join(map(str, skipped))}: invalid")
         return res
 
     def restore_last_good(self, name: str, *, reason: str) -> Result:
@@ -1480,6 +1487,11 @@ class Engine:
             live_too = self._path("live", fn).exists()
             fsops.remove(self._path("parked", fn))
             with self.store.transaction():
+                if parked_st is not None:  # a history row: the park's end, with the bytes it ended with
+                    parked_version = self.store.record(
+                        comp, fn, parked_st.data, action="discard", actor=self.actor.name,
+                        actor_via=self.actor.via, reason=reason, mode=parked_st.mode, uid=parked_st.uid,
+                        gid=parked_st.gid, location="parked")
                 self.store.clear_park(comp)
                 self.store.clear_observed(f"parked/{fn}")
                 self.store.record_event("discarded", component=comp, file_name=fn, actor=self.actor.name,
@@ -1662,8 +1674,8 @@ class Engine:
                 if comp in rows or comp in parks:
                     continue
                 last = store.events(comp, limit=1)
-                if last and last[-1]["kind"] in ("quarantined", "discarded"):
-                    continue  # moved out on purpose: a stray the daemon quarantined, a park discarded
+                if last and last[-1]["kind"] == "quarantined":
+                    continue  # a stray the daemon moved out on purpose
                 head = store.head(comp)
                 assert head is not None
                 rows[comp] = {"component": comp, "file_name": head.file_name, "state": "removed",

@@ -46,7 +46,7 @@ SCHEMA_VERSION = 2
 _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
 #: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
-ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore")
+ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore", "discard")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

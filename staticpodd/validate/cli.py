@@ -105,7 +105,9 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         try:
             found = validate_path(Path(raw), options)
         except OSError as exc:
-            return _usage(out, as_json, f"{raw}: cannot read: {exc.strerror or exc}")
+            # as apply: an input that is missing or unreadable is a filesystem error (1), not usage
+            return _usage(out, as_json, f"{raw}: cannot read: {exc.strerror or exc}", code="fs-error",
+                          status=EXIT_FAILURE)
         files.append(raw)
         findings.extend(found)
         manifests += _manifest_count(raw)
@@ -152,22 +154,23 @@ def _manifest_count(path: str) -> int:
         return 0
 
 
-def _usage(out: IO[str], as_json: bool, message: str) -> int:
+def _usage(out: IO[str], as_json: bool, message: str, *, code: str = "usage", status: int = EXIT_USAGE) -> int:
+    """Report an error that stopped validation (``code``/``status``: usage 2, or fs-error 1)."""
     if as_json:
         json.dump(
             {
                 "format_version": 1,
                 "command": "validate",
                 "ok": False,
-                "error": {"code": "usage", "message": message},
+                "error": {"code": code, "message": printable_name(message)},
             },
             out,
             separators=(",", ":"),
         )
         out.write("\n")
     else:
-        sys.stderr.write(safe(f"staticpodctl validate: {message}") + "\n")
-    return EXIT_USAGE
+        sys.stderr.write(safe(printable_name(f"staticpodctl validate: {message}")) + "\n")
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

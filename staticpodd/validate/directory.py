@@ -188,7 +188,9 @@ def _permission_finding(display: str, st: os.stat_result) -> Finding | None:
     mode = stat.S_IMODE(st.st_mode)
     problems = []
     if mode & 0o077:
-        problems.append(f"mode {mode:04o} lets others read or write it (secrets and flags are visible)")
+        can = " or ".join(w for w, bits in (("read", 0o044), ("write", 0o022)) if mode & bits) or "use"
+        problems.append(f"mode {mode:04o} lets others {can} it"
+                        + (" (secrets and flags are visible)" if mode & 0o044 else ""))
     if st.st_uid != 0 or st.st_gid != 0:
         problems.append(f"owned by {st.st_uid}:{st.st_gid}, not root:root")
     if not problems:

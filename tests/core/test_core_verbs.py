@@ -740,7 +740,7 @@ def test_a_parked_pod_cannot_come_back_through_another_file_unnoticed(kubeadm, c
     r = ctl("park", "kube-scheduler.yaml.bak", "--for", "1h", "--json")
     assert r.rc == 2 and "deadline" in r.json()["error"]["message"]  # it does not stop the pod
     p = ctl("park", "kube-scheduler.yaml.bak")
-    assert p.rc == 0 and "keeps running from kube-scheduler.yaml" in p.out and "stops the pod" not in p.out
+    assert p.rc == 0 and p.out.count("keeps running from kube-scheduler.yaml") == 1 and "stops the pod" not in p.out
     assert ctl("park", "kube-scheduler").rc == 0
     r = ctl("unpark", "kube-scheduler.yaml.bak", "--json")  # would run the parked kube-scheduler again
     assert r.rc == 4 and "is parked" in r.json()["error"]["message"]
@@ -761,6 +761,7 @@ def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollba
     assert r.rc == 4 and "kube-system/kube-scheduler" in r.json()["error"]["message"]
     r = ctl("rollback", "kube-scheduler", "--json")  # skips the broken hand edit in history
     assert r.rc == 0 and r.json()["rolled_back_to"] == 3
+    assert r.json()["msg"] == "kube-scheduler: rolled back to version 3 (recorded as version 5)"
     assert ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename").rc == 0
     r = ctl("rollback", "kube-scheduler", "--json")
     assert r.rc == 0 and [w["code"] for w in r.json()["warnings"]] == ["pod-renamed"]
@@ -792,8 +793,9 @@ def test_unpark_discard_ends_a_leftover_park_without_starting_anything(kubeadm, 
     r = ctl("unpark", "kube-scheduler.yaml.bak", "--discard", "--json")
     assert r.rc == 0 and "bytes stay in history" in r.json()["msg"]
     assert not bak.exists() and not (kubeadm.parked / "kube-scheduler.yaml.bak").exists()
-    names = {c["component"] for c in ctl("status", "--json").json()["components"]}
-    assert "kube-scheduler.yaml.bak" not in names
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler.yaml.bak"]["state"] == "removed"  # like a deleted file: rollback can bring it back
+    assert ctl("history", "kube-scheduler.yaml.bak", "--json").json()["versions"][-1]["action"] == "discard"
     assert ctl("show", "kube-scheduler.yaml.bak@1").out.endswith("# bak\n")  # nothing lost
     assert ctl("doctor", "--json").rc == 0
     # a park whose copy was deleted by hand can be discarded too
@@ -833,3 +835,16 @@ def test_unpark_discard_after_a_hand_move_back_is_not_a_failure(kubeadm, ctl) ->
     r = ctl("unpark", "kube-scheduler", "--discard", "--json")
     assert r.rc == 0 and r.json()["changed"] is False and "moved back by hand" in r.json()["msg"]
     assert (kubeadm.manifests / SCHED).exists()
+
+
+def test_the_default_rollback_says_which_invalid_versions_it_skipped(kubeadm, ctl, tmp_path) -> None:
+    src = tmp_path / SCHED
+    good = (kubeadm.manifests / SCHED).read_bytes()
+    src.write_bytes(good + b"# v2\n")
+    assert ctl("apply", str(src)).rc == 0  # v1 adopted, v2
+    (kubeadm.manifests / SCHED).write_text("apiVersion: v1\nkind: Pod\n")  # a broken hand edit
+    src.write_bytes(good + b"# v4\n")
+    assert ctl("apply", str(src)).rc == 0  # records v3 (the broken edit), then v4
+    r = ctl("rollback", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["rolled_back_to"] == 2
+    assert r.json()["msg"] == "kube-scheduler: rolled back to version 2 (recorded as version 5); skipped version 3: invalid"

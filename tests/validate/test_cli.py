@@ -54,8 +54,8 @@ def test_exit_0_with_warnings_and_1_with_errors(tmp_path):
     assert first[-1] == "2 manifests checked against Kubernetes 1.37: 1 error, 1 warning"
 
 
-def test_exit_2_for_unreadable_paths_and_unknown_versions(tmp_path):
-    assert run(str(tmp_path / "missing.yaml"))[0] == 2
+def test_exit_1_for_unreadable_paths_and_2_for_unknown_versions(tmp_path):
+    assert run(str(tmp_path / "missing.yaml"))[0] == 1  # a filesystem error, as for apply
     f = tmp_path / "f.yaml"
     f.write_bytes(WARN)
     assert run("--kubernetes-version", "1.12", str(f))[0] == 2
@@ -92,8 +92,12 @@ def test_json_output_is_one_stable_object(tmp_path):
     }
 
 
-def test_json_usage_error(tmp_path):
+def test_json_errors_that_stop_validation(tmp_path):
     rc, text = run("--json", str(tmp_path / "nope"))
+    assert rc == 1 and json.loads(text)["error"]["code"] == "fs-error"
+    f = tmp_path / "f.yaml"
+    f.write_bytes(WARN)
+    rc, text = run("--json", "--kubernetes-version", "1.12", str(f))
     assert rc == 2 and json.loads(text)["error"]["code"] == "usage"
 
 
