@@ -734,6 +734,8 @@ class Engine:
                 store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
                                    details={"location": loc, "digest": obs.digest})
                 store.clear_observed(key)
+                if loc == "parked" and store.park_of(comp) is None:
+                    continue  # no park to stand: e.g. it just ended by a hand write-back (reported above)
                 changes.append(Change(comp, fn, loc, kind, obs.digest))
                 if log:
                     self._log(

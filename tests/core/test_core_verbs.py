@@ -848,3 +848,22 @@ def test_the_default_rollback_says_which_invalid_versions_it_skipped(kubeadm, ct
     r = ctl("rollback", "kube-scheduler", "--json")
     assert r.rc == 0 and r.json()["rolled_back_to"] == 2
     assert r.json()["msg"] == "kube-scheduler: rolled back to version 2 (recorded as version 5); skipped version 3: invalid"
+
+
+def test_a_hand_write_back_after_deleting_the_parked_copy_is_one_story(kubeadm, ctl, tmp_path) -> None:
+    """Park, delete the parked copy, write a new live file: the park ended by the write-back;
+    the parked copy's removal is recorded but not reported as "the park stands"."""
+    from staticpodd.engine import Actor, Engine
+    from staticpodd.journal import Journal
+    from staticpodd.layout import Layout
+
+    assert ctl("park", "kube-scheduler").rc == 0
+    data = (kubeadm.parked / SCHED).read_bytes()
+    (kubeadm.parked / SCHED).unlink()
+    (kubeadm.manifests / SCHED).write_bytes(data + b"# new\n")
+    eng = Engine(Layout.build(kubeadm.root), actor=Actor.current(), journal=Journal("staticpodd", str(kubeadm.root)))
+    with eng.locked():
+        kinds = [c.kind for c in eng.scan(None, log=False) if c.file_name == SCHED]
+    assert kinds == ["unparked-by-hand"]
+    rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
+    assert rows["kube-scheduler"]["state"] == "live" and rows["kube-scheduler"]["parked"] is None
