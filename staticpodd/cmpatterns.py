@@ -24,6 +24,9 @@ Unsafe (``kubelet_reads=True``, non-dot names in the directory):
 - Salt ``file.managed``: ``salt.utils.files.copyfile`` creates ``kube-apiserver.yaml<8 random>``
   (e.g. ``kube-apiserver.yamlz_wylkjp``) empty in the directory, writes it, then renames it.
 
+- GNU ``sed -i``: ``sedXXXXXX`` (e.g. ``seddwNQmZ``), written in the directory, then renamed over
+  the file.
+
 Safe (dot-names the kubelet ignores), listed so findings can say "harmless": Ansible's
 ``.ansible_tmp*`` (``atomic_move`` fallback temp), Chef's ``.chef-<stem>*`` temp files.
 """
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 class LeftoverPattern:
     """One file-name shape a tool leaves beside the file it manages.
 
-    ``tool``: ansible | puppet | salt | chef. ``kind``: backup | tempfile. ``regex``: full-name
+    ``tool``: ansible | puppet | salt | chef | sed. ``kind``: backup | tempfile. ``regex``: full-name
     match; group ``target`` (when present) is the managed file's name. ``kubelet_reads``: True
     for non-dot names (unsafe in the manifest directory). ``example``: a name seen here.
     ``source``: upstream file and function. ``seen``: tool version that produced ``example`` on
@@ -179,12 +182,30 @@ CHEF_TEMPFILE = LeftoverPattern(
     advice="harmless (a dot-name); remove it if a run was interrupted",
 )
 
+SED_TEMPFILE = LeftoverPattern(
+    tool="sed",
+    kind="tempfile",
+    regex=re.compile(r"^sed[A-Za-z0-9]{6}$"),
+    kubelet_reads=True,
+    example="seddwNQmZ",
+    source=(
+        "GNU sed sed/execute.c open_next_file: ck_mkstemp(&output_file.temp_name, tmpdir, \"sed\", "
+        "write_mode) in the edited file's directory, renamed over it when the file is done"
+    ),
+    seen="GNU sed 4.9 (Debian 12), strace of 'sed -i': openat(\"dir/seddwNQmZ\", O_CREAT|O_EXCL), rename",
+    advice=(
+        "sed -i writes its temp file in the manifest directory, where the kubelet may read it half "
+        "written; edit a copy elsewhere and use 'staticpodctl apply' (or 'staticpodctl edit')"
+    ),
+)
+
 #: Every known pattern, unsafe ones first; :func:`identify` returns the first that matches.
 PATTERNS: tuple[LeftoverPattern, ...] = (
     ANSIBLE_BACKUP,
     PUPPET_BACKUP,
     SALT_TEMPFILE,
     SALT_TMP,
+    SED_TEMPFILE,
     PUPPET_TEMPFILE,
     ANSIBLE_TMP,
     CHEF_TEMPFILE,

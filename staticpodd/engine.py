@@ -1680,6 +1680,8 @@ class Engine:
                     continue  # a stray the daemon moved out on purpose
                 head = store.head(comp)
                 assert head is not None
+                if _is_tool_tempfile(head.file_name):
+                    continue  # a sed/salt/puppet temp file that was renamed into place: not a component
                 rows[comp] = {"component": comp, "file_name": head.file_name, "state": "removed",
                               "version": head.seq, "digest": None, "drift": False, "mode": None,
                               "stray": component_of(head.file_name) == head.file_name, "parked": None}
@@ -1697,6 +1699,14 @@ class Engine:
             # intents whose process is gone: a live pid is an operation still under way
             "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }
+
+
+def _is_tool_tempfile(file_name: str) -> bool:
+    """Whether ``file_name`` has a config-management or sed temp file's shape (cmpatterns)."""
+    from .cmpatterns import identify
+
+    left = identify(file_name)
+    return left is not None and left.pattern.kind == "tempfile"
 
 
 def is_utf8_name(name: str) -> bool:

@@ -194,6 +194,9 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
         if kind not in QUIET_KINDS:
             event, sentence = CHANGE_KINDS.get(kind, (Event.EXTERNAL_CHANGE, "{f}: " + kind + " by someone else"))
             text = sentence.format(f=file_name)
+            if kind == "removed" and _tool_tempfile(file_name):
+                text = (f"{file_name}, a {_tool_tempfile(file_name)} temp file, is gone (renamed into place or "
+                        "removed by its tool)")
             if version is not None:
                 text += f" (recorded as version {version})"
             prio = ERR if event is Event.PARK_BROKEN else WARNING
@@ -291,6 +294,16 @@ def finding_key(finding: Any) -> tuple[str, str, str]:
 def is_stray(finding: Any) -> bool:
     """True for a finding about a stray file (one that ``on_stray: quarantine`` moves out)."""
     return finding_event(finding) is Event.STRAY_FOUND
+
+
+def _tool_tempfile(file_name: str | None) -> str | None:
+    """The tool (``sed``, ``salt`` …) whose temp-file name shape ``file_name`` has, or None."""
+    if not file_name:
+        return None
+    from .cmpatterns import identify
+
+    left = identify(file_name)
+    return left.pattern.tool if left is not None and left.pattern.kind == "tempfile" else None
 
 
 def stray_by_name(file_name: str) -> str | None:

@@ -184,3 +184,37 @@ def test_empty_component_manifest_is_not_a_stray(sandbox):
     finally:
         d.kill()
         d.wait()
+
+
+def test_a_sed_temp_file_renamed_into_place_is_not_left_as_a_removed_component(kubeadm):
+    """GNU sed -i writes sedXXXXXX in the directory, then renames it over the file (seen with
+    strace, cmpatterns.SED_TEMPFILE). Made slow here so the daemon sees the temp file exist."""
+    from spd_testlib import journal_entries
+
+    from staticpodd.cmpatterns import identify
+
+    assert identify("seddwNQmZ") is not None and identify("seddwNQmZ").pattern.tool == "sed"
+    root = kubeadm.root
+    mdir = kubeadm.manifests
+    d = _start(root)
+    try:
+        _wait_adopted(root, "kube-scheduler")
+        new = (mdir / "kube-scheduler.yaml").read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false")
+        tmp = mdir / "sedK3xQ9a"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, new)
+        os.close(fd)
+        time.sleep(1.5)  # the daemon records the temp file as it would any new file
+        os.rename(tmp, mdir / "kube-scheduler.yaml")
+        entries = journal_entries(root, want=lambda es: any("sedK3xQ9a, a sed temp file, is gone" in str(e.get("MESSAGE"))
+                                                            for e in es), timeout=15)
+        assert any("sedK3xQ9a, a sed temp file, is gone" in str(e.get("MESSAGE")) for e in entries)
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        st = json.loads(subprocess.run([sys.executable, "-m", "staticpodd.cli", "status", "--json", "--root", str(root)],
+                                       env=env, capture_output=True, text=True).stdout)
+        names = {c["component"] for c in st["components"]}
+        assert "sedK3xQ9a" not in names
+        assert (mdir / "kube-scheduler.yaml").read_bytes() == new
+    finally:
+        d.terminate()
+        d.wait(timeout=20)
