@@ -286,13 +286,14 @@ class Staticpodctl:
         reply = dict(exc.reply)
         for key in ("_rc", "_stderr", "_seconds"):
             reply.pop(key, None)
-        result.setdefault("changed", bool(reply.get("changed")))
-        self.module.fail_json(
+        out = dict(result)
+        out.setdefault("changed", bool(reply.get("changed")))
+        out.update(
             msg=error_message(exc, source),
             code=exc.code,
             error=exc.error,
             rc=exc.rc,
             staticpodctl=reply,
             stderr=exc.reply.get("_stderr") or "",
-            **result
         )
+        self.module.fail_json(**out)

@@ -143,7 +143,9 @@ file_name:
   type: str
   sample: kube-scheduler.yaml
 version:
-  description: The version recorded by this change (C(seq)); C(null) when nothing changed or in check mode.
+  description:
+    - The version now in place (C(seq)), the one this change recorded or, when nothing changed, the current one.
+    - C(null) in check mode when it would change, and when the bytes in place were never recorded.
   returned: always
   type: int
   sample: 3
