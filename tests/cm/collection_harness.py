@@ -153,8 +153,11 @@ class Fleet:
     def playbook(self, playbook: str | Path, extra: dict[str, Any] | None = None, *, check: bool = False,
                  diff: bool = False, limit: str | None = None, env: dict[str, str] | None = None) -> Run:
         """Run ``ansible-playbook`` (the venv's) on the fleet's inventory with the cm_json callback."""
-        path = Path(playbook) if Path(playbook).is_absolute() else PLAYBOOKS / playbook
-        args = [str(self.bin / "ansible-playbook"), "-i", str(self.inventory), str(path),
+        if Path(playbook).is_absolute() or not str(playbook).endswith(".yml"):
+            path = str(playbook)  # a file, or a playbook of an installed collection (staticpodd.node.rolling_drill)
+        else:
+            path = str(PLAYBOOKS / playbook)
+        args = [str(self.bin / "ansible-playbook"), "-i", str(self.inventory), path,
                 "-e", json.dumps(extra or {})]
         if check:
             args.append("--check")
