@@ -65,6 +65,9 @@ def test_the_drill_parks_one_scheduler_at_a_time_and_leaves_every_node_running(f
         assert node.live().exists() and not node.parked().exists()
         assert [v["action"] for v in node.history()] == ["apply", "park", "unpark"]
     assert run.one(REFUSE, "cp-1")["status"] == "ok"
+    warned = {h: any("staticpodd is not running" in w for w in run.one(PARK, h)["result"].get("warnings", []))
+              for h in ("cp-1", "cp-2")}
+    assert warned == {"cp-1": False, "cp-2": True}  # the deadline is kept by the daemon only where it runs
 
 
 def test_the_drill_refuses_to_start_when_the_scheduler_is_already_parked_on_another_node(

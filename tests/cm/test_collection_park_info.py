@@ -28,6 +28,7 @@ def test_park_is_changed_then_ok_the_same_deadline_is_ok_and_a_different_one_is_
     t = run.one(PARK, "cp-1")
     assert t["status"] == "changed", t
     assert t["result"]["park"]["reason"] == "etcd defrag" and t["result"]["park"]["until"]
+    assert any("staticpodd is not running on this node" in w for w in t["result"].get("warnings", [])), t
     assert not node.live().exists() and node.parked().exists()
     parked = node.directory()
 

@@ -158,6 +158,7 @@ class Staticpodctl:
 
     def __init__(self, module):
         self.module = module
+        self.last_status = None  # the newest status reply (status())
         self.path = self._find()
         self.version = self._version()
 
@@ -270,9 +271,10 @@ class Staticpodctl:
         missing | removed, ``version``, ``digest``, ``drift``, ``stray``, ``parked``: the park
         record or None), ``daemon``, ``interrupted``, ``manifest_dir``."""
         try:
-            return self.run("status", [])
+            self.last_status = self.run("status", [])
         except StaticpodctlError as exc:
             self.fail(exc)
+        return self.last_status
 
     def component(self, name):
         """The status row of component ``name`` (also matched by file name), or None."""

@@ -223,6 +223,9 @@ def _diff(module, res, before, after):
 def _already_parked(module, row):
     p = module.params
     rec = row.get("parked") or {}
+    if row.get("state") == "missing":
+        module.warn("%s is parked but its parked copy is gone; `staticpodctl unpark %s` puts its newest version back"
+                    % (row["component"], row["component"]))
     problem = deadline_problem(rec, p["for"], p["until"])
     if problem:
         module.fail_json(
@@ -279,8 +282,10 @@ def park(module, ctl):
                msg=reply.get("msg") or "", staticpodctl=_clean(reply))
     if reply.get("wait") is not None:
         res["wait"] = reply["wait"]
-    if (p["for"] or p["until"]) and "staticpodd is not running" in (reply.get("_stderr") or ""):
-        module.warn("staticpodd is not running on this node: nothing unparks %s at its deadline until it starts" % comp)
+    daemon = (ctl.last_status or {}).get("daemon") or {}
+    if (p["for"] or p["until"]) and not daemon.get("running"):
+        module.warn("staticpodd is not running on this node: nothing unparks %s at its deadline (%s) until it "
+                    "starts; it then unparks overdue parks at once" % (comp, (reply.get("park") or {}).get("until")))
     _diff(module, res, "live", "parked")
     module.exit_json(**res)
 
