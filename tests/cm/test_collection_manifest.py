@@ -175,3 +175,27 @@ def test_a_failed_wait_with_rollback_on_failure_fails_the_task_and_puts_the_prev
     assert t["result"]["rollback"]["ok"] is True
     assert fleet.node("cp-1").live().read_bytes() == good.read_bytes()
     assert fleet.node("cp-1").history()[-1]["action"] == "rollback"
+
+
+def test_a_manifest_for_another_pod_needs_rename_and_a_parked_component_stays_parked_unless_unpark(
+        fleet, corpus, tmp_path):
+    good, changed, _ = _files(fleet, corpus, tmp_path)
+    node = fleet.node("cp-1")
+    assert fleet.playbook("manifest.yml", {"manifest_file": str(good)}, limit="cp-1").rc == 0
+    other = tmp_path / "renamed.yaml"
+    other.write_text(good.read_text().replace("\n  name: kube-scheduler\n", "\n  name: kube-scheduler-two\n"))
+    before = node.directory()
+    run = fleet.playbook("manifest.yml", {"manifest_file": str(other)}, limit="cp-1")
+    r = run.one(TASK, "cp-1")["result"]
+    assert r["code"] == "conflict" and "kube-scheduler-two" in r["msg"] and "rename=true" in r["msg"], r
+    assert node.directory() == before
+
+    node.ctl("park", "kube-scheduler", check=True)
+    run = fleet.playbook("manifest.yml", {"manifest_file": str(changed)}, limit="cp-1")
+    t = run.one(TASK, "cp-1")
+    assert t["status"] == "changed" and t["result"]["location"] == "parked", t
+    assert not node.live().exists() and node.parked().read_bytes() == changed.read_bytes()
+    run = fleet.playbook("manifest.yml", {"manifest_file": str(changed), "unpark": True}, limit="cp-1")
+    t = run.one(TASK, "cp-1")
+    assert t["status"] == "changed" and t["result"]["location"] == "live", t
+    assert node.live().read_bytes() == changed.read_bytes()

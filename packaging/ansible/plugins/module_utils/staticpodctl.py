@@ -45,6 +45,9 @@ WAIT_ARGS = dict(
     runtime_endpoint=dict(type="str"),
 )
 
+#: staticpodctl flags its hints name, and the module options that pass them.
+OPTION_FOR_FLAG = (("--rename", "rename=true"), ("--force", "force=true"), ("--unpark", "unpark=true"))
+
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -107,6 +110,9 @@ def error_message(exc, source=None):
     msg += err.get("message") or ""
     if err.get("hint"):
         msg += " (hint: %s)" % err["hint"]
+        options = [opt for flag, opt in OPTION_FOR_FLAG if flag in err["hint"]]
+        if options:
+            msg += " (module option: %s)" % ", ".join(options)
     return msg
 
 

@@ -20,8 +20,8 @@ description:
   - Idempotent. Parking a parked component is C(ok); unparking a live one is C(ok).
   - B(A different deadline on a parked component is refused), and the task fails with code C(deadline-differs).
     staticpodctl has no way to move a park's deadline without starting the pod, and unparking and parking again
-    would start it for a moment. O(for) is measured from when the park began (so a rerun of the same task is
-    C(ok)); O(until) must name the same second. Without O(for)/O(until) any park satisfies O(state=parked).
+    would start it for a moment. O(for) is measured from when the park began, to within a minute (so a rerun of the
+    same task is C(ok)); O(until) must name the same second. Without O(for)/O(until) any park satisfies O(state=parked).
     To change a deadline, unpark first.
   - Check mode reads C(staticpodctl status) and reports what would change; nothing is changed. A refusal only the
     real run can see (C(needs-force), another file defining the same pod, a failing pre-hook) is not predicted.
