@@ -77,6 +77,7 @@ def test_check_mode_changes_no_byte_and_diff_shows_the_change(fleet, corpus, tmp
     real = fleet.playbook("manifest.yml", {"manifest_file": str(changed)}, limit="cp-1")
     t = real.one(TASK, "cp-1")
     assert t["status"] == "changed" and "diff" not in t["result"] and t["result"]["version"] == 2
+    assert "diff" not in t["result"]["staticpodctl"]  # the manifest's bytes only when asked for
     assert fleet.node("cp-1").live().read_bytes() == changed.read_bytes()
 
 

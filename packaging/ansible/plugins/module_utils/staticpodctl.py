@@ -292,7 +292,7 @@ class Staticpodctl:
     def fail(self, exc, source=None, **result):
         """End the task for :class:`StaticpodctlError` ``exc``, with its code and the reply."""
         reply = dict(exc.reply)
-        for key in ("_rc", "_stderr", "_seconds"):
+        for key in ("_rc", "_stderr", "_seconds", "diff"):  # the manifest's bytes: in ``diff`` when asked for
             reply.pop(key, None)
         out = dict(result)
         out.setdefault("changed", bool(reply.get("changed")))

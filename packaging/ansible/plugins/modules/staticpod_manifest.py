@@ -190,7 +190,7 @@ error:
   returned: on failure
   type: dict
 staticpodctl:
-  description: staticpodctl's whole JSON reply.
+  description: staticpodctl's JSON reply, without the bytes of the manifest (see RV(diff)).
   returned: always
   type: dict
 """
@@ -208,8 +208,11 @@ DEFAULT_REASON = "ansible"
 
 
 def _clean(reply):
+    """staticpodctl's reply without the module's own keys, and without the manifest's bytes (its
+    ``diff``: the old and new texts), which the task returns as ``diff`` in diff mode only; 500
+    nodes' results must not carry every manifest twice."""
     out = dict(reply)
-    for key in ("_rc", "_stderr", "_seconds"):
+    for key in ("_rc", "_stderr", "_seconds", "diff"):
         out.pop(key, None)
     return out
 
