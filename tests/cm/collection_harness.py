@@ -289,3 +289,12 @@ def copy_collection_for_ansible_test(dest: Path) -> Path:
     target = dest / "ansible_collections" / "staticpodd" / "node"
     shutil.copytree(COLLECTION_SRC, target, ignore=shutil.ignore_patterns("tests/output", "*.tar.gz", "__pycache__"))
     return target
+
+
+def corpus_dir_or_exit() -> Path:
+    """../shared/corpus (or $STATICPODD_CORPUS) for scripts outside pytest; exits when absent."""
+    env = os.environ.get("STATICPODD_CORPUS")
+    path = Path(env) if env else REPO.parent / "shared" / "corpus"
+    if not (path / "manifests").is_dir():
+        sys.exit(f"corpus not found at {path} (set STATICPODD_CORPUS)")
+    return path
