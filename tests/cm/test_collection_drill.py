@@ -105,3 +105,17 @@ def test_the_drill_stops_when_another_node_is_parked_while_it_runs(fleet, corpus
     assert stop["status"] == "failed" and "parked on cp-3" in stop["result"]["msg"]
     assert fleet.node("cp-2").live().exists() and [v["action"] for v in fleet.node("cp-2").history()] == ["apply"]
     assert fleet.node("cp-1").live().exists()
+
+
+def test_the_drill_does_not_start_when_a_node_of_the_group_cannot_be_read(fleet, corpus, probe_server):
+    log = _prepare(fleet, corpus, probe_server.port)
+    cp3 = fleet.node("cp-3")
+    cp3.manifest_dir.rename(cp3.manifest_dir.with_name("manifests.away"))  # staticpodctl cannot look there
+
+    run = fleet.playbook(DRILL, {"drill_hold": 0, "drill_wait_timeout": "30s"})
+
+    assert run.rc != 0
+    assert run.one("Read the node", "cp-3")["status"] == "failed"
+    assert _events(log) == []
+    assert not [t for t in run.out["tasks"] if t["task"] in (PARK, UNPARK)]
+    assert fleet.node("cp-1").live().exists() and fleet.node("cp-2").live().exists()
