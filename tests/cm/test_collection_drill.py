@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from collection_harness import VENV_BIN, scheduler_manifest
 
@@ -119,3 +120,18 @@ def test_the_drill_does_not_start_when_a_node_of_the_group_cannot_be_read(fleet,
     assert _events(log) == []
     assert not [t for t in run.out["tasks"] if t["task"] in (PARK, UNPARK)]
     assert fleet.node("cp-1").live().exists() and fleet.node("cp-2").live().exists()
+
+
+def test_a_drill_that_dies_mid_park_is_undone_by_the_daemon_at_the_park_deadline(fleet, corpus, probe_server):
+    """The drill's safety net: its park carries ``for: drill_deadline``, and staticpodd unparks at it."""
+    _prepare(fleet, corpus, probe_server.port)
+    node = fleet.node("cp-1")
+    fleet.start_daemon(node)
+    run = fleet.playbook("park.yml", {"target": "cp-1", "park_for": "2s", "reason": "drill"})
+    assert run.one("park kube-scheduler", "cp-1")["status"] == "changed"
+    assert not node.live().exists()
+    deadline = time.monotonic() + 40
+    while not node.live().exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert node.live().exists(), "staticpodd did not unpark at the deadline"
+    assert node.history()[-1]["action"] == "unpark" and node.history()[-1]["actor"] == "staticpodd"
