@@ -165,3 +165,16 @@ def test_a_missing_or_too_old_staticpodctl_fails_with_a_clear_message(fleet, tmp
 
     found = fleet.playbook("missing_ctl.yml")  # the project's staticpodctl, found on PATH
     assert found.one(INFO, "cp-1")["status"] == "ok"
+
+
+def test_a_component_moved_back_by_hand_is_ok_to_unpark_in_check_mode_and_for_real(fleet, corpus):
+    _deploy(fleet, corpus, "cp-1")
+    node = fleet.node("cp-1")
+    node.ctl("park", "kube-scheduler", check=True)
+    node.parked().rename(node.live())  # the README's 3 a.m. escape hatch
+    check = fleet.playbook("park.yml", {"target": "cp-1", "park_state": "unparked"}, check=True)
+    assert check.one(PARK, "cp-1")["status"] == "ok"
+    run = fleet.playbook("park.yml", {"target": "cp-1", "park_state": "unparked"})
+    t = run.one(PARK, "cp-1")
+    assert t["status"] == "ok" and "moved back by hand" in t["result"]["msg"], t
+    assert node.ctl("status")["components"][0]["parked"] is None  # the park record is closed

@@ -297,6 +297,10 @@ def unpark(module, ctl):
     if row.get("state") == "live" and not row.get("parked"):
         module.exit_json(changed=False, component=comp, state="live", park=None, version=None,
                          digest=row.get("digest"), staticpodctl={}, msg="%s is not parked" % comp)
+    if module.check_mode and row.get("state") == "live":  # moved back by hand: unpark only closes the record
+        module.exit_json(changed=False, component=comp, state="live", park=row.get("parked"), version=None,
+                         digest=row.get("digest"), staticpodctl={},
+                         msg="%s is live again (moved back by hand); unpark would close its park record" % comp)
     if module.check_mode:
         res = dict(changed=True, component=comp, state="live", park=row.get("parked"), version=None,
                    digest=row.get("digest"), staticpodctl={}, msg="%s: would unpark %s" % (comp, row.get("file_name")))
