@@ -236,7 +236,8 @@ def resolve_plain(value: str) -> tuple[str, Any]:
     """go-yaml v2 ``resolve("", value)`` for a plain scalar -> (tag, Python value).
 
     Source: gopkg.in/yaml.v2 resolve.go (used by sigs.k8s.io/yaml). Timestamps stay strings
-    (go-yaml keeps them as strings when decoding into ``interface{}``).
+    (go-yaml keeps them as strings when decoding into ``interface{}``); so does a number out of
+    float64's range such as ``1e400`` (``strconv.ParseFloat`` fails, the scalar is a string).
     """
     item = _RESOLVE_MAP.get(value)
     if item is not None:
@@ -246,7 +247,10 @@ def resolve_plain(value: str) -> tuple[str, Any]:
     c = value[0]
     if c == ".":
         if _GO_FLOAT.match(value) or _GO_HEXFLOAT.match(value):
-            return _FLOAT, _go_parse_float(value)
+            f = _go_parse_float(value)
+            if math.isinf(f):
+                return _STR, value  # out of float64's range: a string, as above
+            return _FLOAT, f
         return _STR, value
     if c in "+-0123456789":
         plain = value.replace("_", "")
@@ -255,7 +259,11 @@ def resolve_plain(value: str) -> tuple[str, Any]:
             if _INT64_MIN <= n <= _UINT64_MAX:
                 return _INT, n
         if _YAML_STYLE_FLOAT.match(plain):
-            return _FLOAT, float(plain)
+            f = float(plain)
+            if math.isinf(f):
+                # strconv.ParseFloat fails with ErrRange: go-yaml v2 keeps the string (issue 11 item 9)
+                return _STR, value
+            return _FLOAT, f
         if plain.startswith("0b") and re.fullmatch(r"[01]+", plain[2:] or "x"):
             n = int(plain[2:], 2)
             if n <= _INT64_MAX:
@@ -319,10 +327,19 @@ def _problem(code: str, message: str, node: Any, hint: str | None = None, field:
 # --------------------------------------------------------------------------- building
 
 
-class _Builder:
-    """Turn a composed node graph into the JSON-compatible value YAMLToJSON would produce."""
+_ANCHOR = re.compile(r"&[^\s,\[\]{}]+\s+")
+_SLASH_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\/")
 
-    def __init__(self) -> None:
+
+class _Builder:
+    """Turn a composed node graph into the JSON-compatible value YAMLToJSON would produce.
+
+    ``text``: the decoded source, to see a non-specific tag ``!`` that libyaml resolves away.
+    """
+
+    def __init__(self, text: str = "", hid_boms: bool = False) -> None:
+        self.text = text
+        self.hid_boms = hid_boms  # later BOMs were swapped for _INNER_BOM (_hide_inner_boms)
         self.positions: dict[str, tuple[int, int]] = {}
         self.notes: list[DecodeProblem] = []
         self.decode_count = 0
@@ -392,9 +409,49 @@ class _Builder:
         finally:
             self.active.discard(key)
 
+    def nonspecific(self, node: Any) -> bool:
+        """True for a scalar written with the non-specific tag ``!`` (``! 5``).
+
+        libyaml hands it to the resolver like an untagged plain scalar; go-yaml v2 keeps the tag
+        "!", which ``resolve`` does not know, so the value stays the string as written (issue 11
+        item 9; go-yaml v2 resolve.go resolvableTag). A plain scalar never starts with ``!``.
+        """
+        i = node.start_mark.index
+        text = self.text
+        if i >= len(text) or text[i] not in "!&":
+            return False
+        if text[i] == "&":
+            m = _ANCHOR.match(text, i)
+            if m is None:
+                return False
+            i = m.end()
+        return text.startswith("!", i) and (i + 1 >= len(text) or text[i + 1] in " \t\r\n")
+
     def scalar(self, node: Any) -> Any:
+        value = self._scalar(node)
+        if self.hid_boms and isinstance(value, str):
+            return value.replace(_INNER_BOM, _BOM)
+        return value
+
+    def _scalar(self, node: Any) -> Any:
+        if node.style == '"' and "\\/" in self.text[node.start_mark.index : node.end_mark.index]:
+            m = _SLASH_ESCAPE.search(self.text, node.start_mark.index, node.end_mark.index)
+            if m is not None:
+                # libyaml (YAML 1.2) knows the escape \/; go-yaml v2 (scannerc.go) does not
+                line = self.text.count("\n", 0, m.end() - 2) + 1
+                col = m.end() - 2 - (self.text.rfind("\n", 0, m.end() - 2) + 1) + 1
+                raise DecodeProblem(
+                    "yaml-syntax",
+                    "found unknown escape character '\\/' in a double-quoted string; the kubelet cannot parse "
+                    "this file and drops its pod at the next resync",
+                    line=line,
+                    column=col,
+                    hint="write / without the backslash",
+                )
         tag = node.tag
-        if tag == _PLAIN:
+        if tag == _PLAIN and self.nonspecific(node):
+            value = node.value
+        elif tag == _PLAIN:
             value = resolve_plain(node.value)[1]
         else:
             value = _explicit(tag, node.value, node)
@@ -417,7 +474,7 @@ class _Builder:
             raise _problem("yaml-syntax", "a mapping key must be a scalar", node)
         value = self.scalar_key(node)
         if isinstance(value, str):
-            return value
+            return value.replace(_INNER_BOM, _BOM) if self.hid_boms else value
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, int):
@@ -435,35 +492,61 @@ class _Builder:
 
     def scalar_key(self, node: Any) -> Any:
         tag = node.tag
+        if tag == _PLAIN and self.nonspecific(node):
+            return node.value
         if tag == _PLAIN:
             return resolve_plain(node.value)[1]
         return _explicit(tag, node.value, node)
 
     def mapping(self, node: Any, path: str) -> dict:
+        return self._mapping(node, path)[0]
+
+    def _key_kind(self, knode: Any) -> str:
+        if isinstance(knode, yaml.ScalarNode) and knode.tag == _PLAIN and self.nonspecific(knode):
+            return "str"
+        value = self.scalar_key(knode) if isinstance(knode, yaml.ScalarNode) else None
+        return "bool" if isinstance(value, bool) else type(value).__name__
+
+    def _duplicate(self, k: str, sub: str, knode: Any, first_line: int, same_kind: bool) -> None:
+        # The kubelet accepts it (KUBELET.md "How a file is decoded"): with keys of one YAML type the
+        # last value wins (go-yaml v2 decode.go mapping(): SetMapIndex in order); keys of two types
+        # that become one JSON key (1 and '1') are two Go map keys that sigs.k8s.io/yaml converts in
+        # random order, so the kubelet keeps one at random. Either way: staticpodd's strictness.
+        what = (
+            "the kubelet accepts the file and uses this later value"
+            if same_kind
+            else "it is the same JSON key written as another YAML type, and the kubelet keeps one of the two at random"
+        )
+        note = _problem(
+            "yaml-duplicate-key",
+            f'mapping key "{k}" already defined at line {first_line}: {what}; staticpodd refuses it because '
+            "nobody can tell which value was meant",
+            knode,
+            hint="remove one of the two",
+            field=sub,
+        )
+        note.kubelet = "accepts"
+        self.notes.append(note)
+
+    def _mapping(self, node: Any, path: str) -> tuple[dict, dict[str, tuple[str, int]]]:
+        """(the JSON object, key -> (YAML type of its key, line)) for a mapping node."""
         out: dict[str, Any] = {}
+        kinds: dict[str, tuple[str, int]] = {}
         explicit: dict[str, Any] = {}
         for knode, vnode in node.value:
             if isinstance(knode, yaml.ScalarNode) and knode.tag == _PLAIN and knode.value == "<<":
-                self.merge(vnode, out, path)
+                self.merge(vnode, out, path, kinds)
                 continue
             k = self.key_string(knode)
             sub = join_path(path, k)
+            kind = self._key_kind(knode)
+            line = knode.start_mark.line + 1
             if k in explicit:
-                # the kubelet accepts it and the last value wins (KUBELET.md "How a file is decoded";
-                # go-yaml v2 decode.go mapping(): SetMapIndex in order): staticpodd's strictness
-                first = explicit[k]
-                note = _problem(
-                    "yaml-duplicate-key",
-                    f'mapping key "{k}" already defined at line {first.start_mark.line + 1}: the kubelet '
-                    "accepts the file and uses this later value; staticpodd refuses it because nobody can "
-                    "tell which value was meant",
-                    knode,
-                    hint="remove one of the two",
-                    field=sub,
-                )
-                note.kubelet = "accepts"
-                self.notes.append(note)
+                self._duplicate(k, sub, knode, explicit[k].start_mark.line + 1, kinds[k][0] == kind)
+            elif k in kinds and kinds[k][0] != kind:  # merged in as another type (random in Go)
+                self._duplicate(k, sub, knode, kinds[k][1], False)
             explicit[k] = knode
+            kinds[k] = (kind, line)
             km = knode.start_mark
             if isinstance(vnode, yaml.ScalarNode):
                 vm = vnode.start_mark
@@ -471,24 +554,29 @@ class _Builder:
             else:
                 self.positions[sub] = (km.line + 1, km.column + 1)
             out[k] = self.build(vnode, sub)
-        return out
+        return out, kinds
 
-    def _merge_one(self, node: Any, out: dict, path: str) -> None:
+    def _merge_one(self, node: Any, out: dict, path: str, kinds: dict[str, tuple[str, int]]) -> None:
         is_alias = self._enter(node)
         try:
-            out.update(self.mapping(node, path))
+            sub, sub_kinds = self._mapping(node, path)
+            for k, (kind, line) in sub_kinds.items():
+                if k in kinds and kinds[k][0] != kind:
+                    self._duplicate(k, join_path(path, k), node, kinds[k][1], False)
+                kinds[k] = (kind, line)
+            out.update(sub)
         finally:
             if is_alias:
                 self.alias_depth -= 1
 
-    def merge(self, vnode: Any, out: dict, path: str) -> None:
+    def merge(self, vnode: Any, out: dict, path: str, kinds: dict[str, tuple[str, int]]) -> None:
         if isinstance(vnode, yaml.MappingNode):
-            self._merge_one(vnode, out, path)
+            self._merge_one(vnode, out, path, kinds)
         elif isinstance(vnode, yaml.SequenceNode):
             for item in reversed(vnode.value):
                 if not isinstance(item, yaml.MappingNode):
                     raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", item)
-                self._merge_one(item, out, path)
+                self._merge_one(item, out, path, kinds)
         else:
             raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", vnode)
 
@@ -652,6 +740,23 @@ def _text_of(data: bytes) -> tuple[str, str]:
         ) from None
 
 
+_BOM = "\ufeff"
+_INNER_BOM = "\ufdd0"  # a noncharacter libyaml reads like any other plain character
+
+
+def _hide_inner_boms(text: str) -> str:
+    """go-yaml v2 skips a byte order mark only at the start of the stream; later ones are ordinary
+    characters (``a: 1\n<BOM>b: 2`` has a key "<BOM>b"), where libyaml skips one at the start of
+    any line. Found by the differential test (tests/validate/test_differential_go.py). Later BOMs
+    are swapped for :data:`_INNER_BOM` while composing and swapped back in every string."""
+    start = 0
+    while start < len(text) and start < 2 and text[start] == _BOM:
+        start += 1
+    if _BOM not in text[start:] or _INNER_BOM in text:
+        return text
+    return text[:start] + text[start:].replace(_BOM, _INNER_BOM)
+
+
 def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
     """Decode bytes as the kubelet does (apimachinery ``util/yaml.ToJSON``): the first layer.
 
@@ -677,6 +782,9 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
         doc, positions, json_notes = decode_json(data)
         return Decoded(doc, positions, 0, tuple(notes + json_notes), "json", "utf-8")
     text, encoding = _text_of(data)
+    hidden = _hide_inner_boms(text)
+    hid_boms = hidden is not text
+    text = hidden
     try:
         first, later, later_error = _compose_first(text)
     except yaml.MarkedYAMLError as exc:
@@ -726,7 +834,7 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
                 kubelet="accepts",
             )
             notes.append(note)
-    builder = _Builder()
+    builder = _Builder(text, hid_boms=hid_boms)
     doc = builder.build(first, "")
     builder.positions.pop("", None)
     return Decoded(doc, builder.positions, extra, tuple(notes + builder.notes), "yaml", encoding)

@@ -63,21 +63,22 @@ func convert(data []byte) (r result) {
 	if err != nil {
 		r.Error = err.Error()
 	} else {
+		// The kubelet's JSON serializer checks the syntax of the whole input (Interpret's
+		// json.Unmarshal); numbers are only converted where a typed field takes them, so the
+		// document is re-encoded with json.Number (kept as written).
+		var syntax json.RawMessage // checks the syntax only (checkValid), as Interpret's first step
+		var v interface{}
 		dec := json.NewDecoder(bytes.NewReader(j))
 		dec.UseNumber()
-		var v, syntax interface{}
-		if err := json.Unmarshal(j, &syntax); err != nil { // the syntax check Interpret makes
+		if err := json.Unmarshal(j, &syntax); err != nil {
 			r.Error = err.Error()
 		} else if err := dec.Decode(&v); err != nil {
 			r.Error = err.Error()
+		} else if out, err := json.Marshal(v); err != nil {
+			r.Error = err.Error()
 		} else {
-			out, err := json.Marshal(v)
-			if err != nil {
-				r.Error = err.Error()
-			} else {
-				r.OK = true
-				r.JSON = string(out)
-			}
+			r.OK = true
+			r.JSON = string(out)
 		}
 	}
 	if r.JSONPrefix {
