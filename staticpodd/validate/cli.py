@@ -53,6 +53,14 @@ def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="node memory capacity, e.g. 16Gi (default: /proc/meminfo)",
     )
     p.add_argument(
+        "--kubelet-config",
+        default=None,
+        metavar="FILE",
+        help="the kubelet's KubeletConfiguration (e.g. /var/lib/kubelet/config.yaml): its kubeReserved, "
+        "systemReserved and evictionHard memory.available set the node's allocatable for the node-fit check "
+        "(default: none reserved, memory.available 100Mi, as the kubelet's defaults)",
+    )
+    p.add_argument(
         "--no-host-checks",
         action="store_true",
         help="do not look at this machine's paths (validating for another node)",
@@ -76,7 +84,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         return _usage(out, as_json, str(exc))
     from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
-    capacity: dict[str, int] = {}
+    capacity: dict[str, Any] = {}
     for key in ("cpu_capacity_millis", "memory_capacity_bytes"):
         if getattr(base, key, None) is not None:
             capacity[key] = getattr(base, key)
@@ -90,6 +98,18 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
             if q is None or q <= 0:
                 return _usage(out, as_json, f"--{attr.replace('_', '-')}: not a positive quantity: {raw!r}")
             capacity[key] = conv(q)
+    reservations: dict[str, Any] = {}
+    kubelet_config = getattr(args, "kubelet_config", None)
+    if kubelet_config:
+        from staticpodd.validate.nodefit import kubelet_reservations
+
+        try:
+            with open(kubelet_config, "rb") as fh:
+                reservations = kubelet_reservations(fh.read())
+        except OSError as exc:
+            return _usage(out, as_json, f"--kubelet-config {kubelet_config}: cannot read: {exc.strerror or exc}")
+        except ValueError as exc:
+            return _usage(out, as_json, f"--kubelet-config {kubelet_config}: {exc}")
     options = Options(
         kubernetes_version=version,
         strict=bool(args.strict),
@@ -97,6 +117,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         node_name=getattr(args, "node_name", None) or base.node_name,
         check_host=not getattr(args, "no_host_checks", False),
         **capacity,
+        **reservations,
     )
     findings = []
     files = []

@@ -188,9 +188,24 @@ def test_node_capacity_flags_drive_the_node_fit_check(tmp_path):
     f = tmp_path / "big.yaml"
     f.write_bytes(pod({"containers": [{"name": "c", "image": "i:1", "resources": {"requests": {"cpu": "3"}}}]}))
     rc, text = run("--node-cpu", "2", "--node-memory", "8Gi", str(f))
-    assert rc == 1 and "requested: 3000, used: 0, capacity: 2000" in text
+    assert rc == 1 and "(res: cpu, q: 1000)" in text and "UnexpectedAdmissionError" in text
+    assert "the kubelet reads it but the pod fails admission (it never runs)" in text
     assert run("--node-cpu", "4", "--node-memory", "8Gi", str(f))[0] == 0
     assert run("--node-cpu", "lots", str(f))[0] == 2
+
+
+def test_kubelet_config_reservations_shrink_allocatable(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_bytes(pod({"containers": [{"name": "c", "image": "i:1", "resources": {"requests": {"cpu": "3500m"}}}]}))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(b"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    b"kubeReserved: {cpu: 300m}\nsystemReserved: {cpu: 300m, memory: 1Gi}\n")
+    assert run("--node-cpu", "4", "--node-memory", "8Gi", str(f))[0] == 0
+    rc, text = run("--node-cpu", "4", "--node-memory", "8Gi", "--kubelet-config", str(cfg), str(f))
+    assert rc == 1 and "(res: cpu, q: 100)" in text, text
+    cfg.write_bytes(b"kubeReserved: {cpu: lots}\n")
+    rc, text = run("--kubelet-config", str(cfg), str(f))
+    assert rc == 2
 
 
 def test_no_host_checks_skips_this_machines_paths(tmp_path):

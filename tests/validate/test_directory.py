@@ -168,7 +168,9 @@ def test_pods_that_fit_alone_but_not_together_predict_out_of_memory(mdir):
     write(mdir, "b.yaml", pod(big, name="b"))
     found = validate_directory(mdir, NODE)
     assert [(Path(f.path).name, f.code) for f in found] == [("b.yaml", "out-of-memory")]
-    assert f"used: {5 * 2**30}, capacity: {8 * 2**30}" in found[0].message
+    # b needs 5Gi, a uses 5Gi, allocatable is 8Gi - 100Mi: 2Gi + 100Mi are missing
+    assert f"q: {2 * 2**30 + 100 * 2**20}" in found[0].message, found[0].message
+    assert "UnexpectedAdmissionError" in found[0].message and found[0].kubelet == "fails-admission"
 
 
 def test_only_the_winning_duplicate_counts_for_node_fit(mdir):
