@@ -102,7 +102,12 @@ def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list
     try:
         decoded = decode(data, max_bytes=options.max_bytes)
     except DecodeProblem as problem:
-        return None, {}, [_problem_finding(problem, path)]
+        found = [_problem_finding(problem, path)]
+        if problem.code != "too-large" and len(data) > options.max_bytes:
+            from staticpodd.manifest import too_large
+
+            found.insert(0, _problem_finding(too_large(len(data), options.max_bytes), path))
+        return None, {}, found
     findings: list[Finding] = [_problem_finding(n, path) for n in decoded.notes]
     if decoded.encoding != "utf-8":
         findings.append(
