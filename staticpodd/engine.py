@@ -27,6 +27,7 @@ from typing import Any
 from . import fsops
 from .errors import (
     AlreadyParked,
+    ChangedMeanwhile,
     Conflict,
     FsError,
     InvalidManifest,
@@ -890,9 +891,23 @@ class Engine:
         self._set_observed(comp, fn, "live", v.digest, st)
         return v
 
-    def _moved_or_undo(self, intent: int, src: Path, dst: Path) -> None:
+    def _moved_or_undo(self, intent: int, src: Path, dst: Path, *, comp: str | None = None,
+                       expect_digest: str | None = None, action: str = "park") -> None:
         """Rename src -> dst (never replacing); when the rename fails, nothing moved: drop the
-        intent so no interrupted operation is left behind, and say nothing was changed."""
+        intent so no interrupted operation is left behind, and say nothing was changed.
+
+        ``expect_digest``: the bytes judged at ``src`` (validated for unpark, hooked for park);
+        read again right before the rename, and when they changed the other write is recorded
+        and ChangedMeanwhile raised, nothing moved."""
+        if expect_digest is not None and comp is not None:
+            try:
+                now = fsops.read_state(src)
+            except FsError:
+                now = None
+            if now is None or digest_of(now.data) != expect_digest:
+                self.store.end_intent(intent)
+                loc = "parked" if src.parent == self.layout.parked_dir else "live"
+                raise self._changed_meanwhile(comp, src.name, loc, action, expect_digest, expect_digest, now)
         try:
             fsops.move_noreplace(src, dst)
         except (FsError, LiveFileExists) as exc:
@@ -1054,7 +1069,10 @@ class Engine:
         loc = "parked" if target.parked and not target.live else "live"
         if lost_park is not None and target.location is None:
             loc = "parked"
-        cur = self._state_at(loc, fn) if target.location else None
+        if check:
+            cur = self._state_at(loc, fn) if target.location else None
+        else:
+            cur = self._settled_state(comp, loc, fn, action)
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
             head = self.store.head(comp) if self.layout.db_path.exists() else None
             hint = (f"the other write is recorded as version {head.seq}; see what it changed with: "
@@ -1135,8 +1153,12 @@ class Engine:
         fsops.crashpoint("swap:intent")
         dst = self._path(loc, fn)
         try:
-            fsops.replace(staged, dst)
-        except FsError as exc:
+            late = fsops.replace_checked(staged, dst, old_digest)
+        except fsops.ChangedUnderfoot as exc:
+            fsops.remove(staged)
+            self.store.end_intent(intent)
+            raise self._changed_meanwhile(comp, fn, loc, action, old_digest, new_digest, exc.state) from None
+        except (FsError, LiveFileExists) as exc:
             if not dst.exists() or digest_of(dst.read_bytes()) != new_digest:
                 fsops.remove(staged)
                 self.store.end_intent(intent)
@@ -1146,6 +1168,13 @@ class Engine:
         st = fsops.read_state(dst)
         assert st is not None
         with self.store.transaction():
+            if late is not None:  # written in the instant between the check and the swap: kept in history
+                lv = self.store.record(comp, fn, late.data, action="external", actor=EXTERNAL,
+                                       reason=f"written during the {action} swap", mode=late.mode, uid=late.uid,
+                                       gid=late.gid, location=loc)
+                warnings = [*warnings, OpWarning(
+                    str(dst), f"{fn} was written by someone else in the instant of the swap; that write is "
+                    f"recorded as version {lv.seq} ({lv.digest[:12]}) and was replaced", code="changed-meanwhile")]
             version = self._record_swap(comp, fn, loc, data, st, payload)
             self.store.end_intent(intent)
         fsops.crashpoint("swap:recorded")
@@ -1173,6 +1202,60 @@ class Engine:
                 return res
         return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
                       digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
+
+    def _settled_state(self, comp: str, loc: str, fn: str, action: str) -> fsops.FileState | None:
+        """The file at ``loc``/``fn`` as it is now, with its bytes recorded: the drift scan ran just
+        before, and a write between that scan and this read is scanned (recorded) again, so the
+        digest a changing verb judges, and compares right before its rename, is always one that
+        is in history. Raises ChangedMeanwhile when the file will not hold still (five reads)."""
+        key = f"{loc}/{fn}"
+        for _ in range(5):
+            st = self._state_at(loc, fn)
+            obs = self.store.observed().get(key)
+            if st is None:
+                if obs is None:
+                    return None
+            elif obs is not None and (obs.digest == digest_of(st.data) or obs.digest.startswith("too-large:")):
+                return st
+            elif obs is None and self.store.knows_digest(comp, digest_of(st.data)):
+                return st
+            self.scan([fn])
+        raise ChangedMeanwhile(
+            f"{fn} keeps changing while {action} tries to read it (another writer is at work); nothing was changed",
+            path=str(self._path(loc, fn)), hint=f"wait for the other writer, then run the {action} again")
+
+    def _changed_meanwhile(self, comp: str, fn: str, loc: str, action: str, judged: str | None, refused: str,
+                           now: fsops.FileState | None) -> ChangedMeanwhile:
+        """Record the write that landed between judging and renaming (as drift, actor external)
+        and build the refusal naming both versions."""
+        judged_seq = next((v.seq for v in reversed(self.store.history(comp)) if v.digest == judged), None)
+        self.scan([fn])
+        after = self.store.head(comp)
+        path = str(self._path(loc, fn))
+        moving = action in ("park", "unpark")
+        what = action if moving else f"{action} of {refused[:12]}"
+        tail = "nothing was moved" if moving else "your manifest was not put in place"
+        if now is None:
+            msg = (f"{fn} was removed by someone else while the {what} was running (after it was judged, "
+                   f"before the rename); {'nothing was moved' if moving else 'nothing was put in place'}")
+            hint = f"see: staticpodctl history {comp}; run the {action} again to put it back"
+            rec = None
+        else:
+            rec = after.seq if after is not None and after.digest != judged else None
+            shown = after.digest if after is not None and rec is not None else digest_of(now.data)
+            msg = (f"{fn} changed while the {what} was running (someone else wrote it after it was judged as "
+                   f"version {judged_seq if judged_seq is not None else '-'}, before the rename): that write is "
+                   f"recorded as version {rec if rec is not None else '?'} ({shown[:12]}); "
+                   f"{tail}")
+            hint = (f"see what changed: staticpodctl diff {_q(comp)} {judged_seq} {rec}; then run the {action} "
+                    "again to replace it" if judged_seq is not None and rec is not None else
+                    f"see: staticpodctl history {_q(comp)}; then run the {action} again")
+        self._log(Event.DRIFT_RECORDED, f"{comp}: {action} refused: {fn} changed after it was judged",
+                  priority=WARNING, component=comp, file_name=fn, version=rec, digest=refused,
+                  previous_digest=judged, kind="changed-meanwhile", action=action)
+        return ChangedMeanwhile(msg, path=path, hint=hint,
+                                details={"judged_version": judged_seq, "recorded_version": rec,
+                                         "refused_digest": refused, "judged_digest": judged})
 
     def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from .validate import gate
@@ -1354,7 +1437,8 @@ class Engine:
             payload.update(digest=digest, until=until)
             intent = self.store.begin_intent("park", comp, payload)
             fsops.crashpoint("park:intent")
-            self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn))
+            self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn), comp=comp,
+                                expect_digest=digest, action="park")
             fsops.crashpoint("park:renamed")
             pst = self._state_at("parked", fn)
             assert pst is not None
@@ -1444,7 +1528,8 @@ class Engine:
             payload.update(digest=digest)
             intent = self.store.begin_intent("unpark", comp, payload)
             fsops.crashpoint("unpark:intent")
-            self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn))
+            self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn), comp=comp,
+                                expect_digest=digest, action="unpark")
             fsops.crashpoint("unpark:renamed")
             st = self._state_at("live", fn)
             assert st is not None
@@ -1707,6 +1792,15 @@ def _is_tool_tempfile(file_name: str) -> bool:
 
     left = identify(file_name)
     return left is not None and left.pattern.kind == "tempfile"
+
+
+def _q(name: str) -> str:
+    """``name`` as a shell word for a hint: quoted when needed, and after ``--`` when it starts
+    with ``-`` (a component named ``--help`` must not read as an option)."""
+    import shlex
+
+    word = shlex.quote(printable_name(name))
+    return f"-- {word}" if name.startswith("-") else word
 
 
 def is_utf8_name(name: str) -> bool:
