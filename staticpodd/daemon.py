@@ -1206,7 +1206,11 @@ class Daemon:
                 continue  # a component's manifest just put back: never moved out of sight
             try:
                 if a.verb == "restore":
-                    res = self.engine.restore_last_good(a.target, reason=a.reason)
+                    # the bytes judged invalid in this pass (the scan's observation): the engine
+                    # restores only while the live file still holds exactly them (issue 11 item 2)
+                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
+                    res = self.engine.restore_last_good(a.target, reason=a.reason,
+                                                        judged_digest=_get(judged, "digest") or "")
                     new = _get(_get(res, "version"), "seq")
                     source = (_get(res, "extra") or {}).get("restored_version")
                     restored.add(a.file_name or "")
@@ -1229,6 +1233,13 @@ class Daemon:
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:
+                if exc.code == "changed-meanwhile" and a.file_name:
+                    # written again after it was judged: recorded by the engine, never reverted;
+                    # the next pass judges the new bytes (and restores them only if invalid)
+                    self._say(f"{a.verb} {a.target} skipped: {exc.message}")
+                    self._retry_names.add(a.file_name)
+                    self._retry_at = time.monotonic() + RETRY_DELAY
+                    continue
                 self._say(f"{a.verb} {a.target} failed: {exc}")
                 if a.verb == "unpark":
                     rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None

@@ -1078,7 +1078,10 @@ class Engine:
             hint = (f"the other write is recorded as version {head.seq}; see what it changed with: "
                     f"staticpodctl diff {comp} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
                     else f"see its history with: staticpodctl history {comp}")
-            raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
+            if action == "edit":
+                raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
+            raise self._changed_meanwhile(comp, fn, loc, action, expect_digest, digest_of(data),
+                                          cur) from None
         manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
         if not rename and action in ("apply", "edit"):
             self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
@@ -1325,14 +1328,37 @@ class Engine:
                         f"{', '.join(map(str, skipped))}: invalid")
         return res
 
-    def restore_last_good(self, name: str, *, reason: str) -> Result:
+    def restore_last_good(self, name: str, *, reason: str, judged_digest: str | None = None) -> Result:
         """Put back the newest recorded version of ``name`` that passes the gate (daemon policy
         ``on_invalid: restore``). The bad bytes stay in history. The caller logs
-        RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes."""
+        RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes.
+
+        ``judged_digest``: the sha256 of the live bytes the caller judged invalid. The restore
+        acts only while the live file still holds exactly those bytes and they still fail the
+        gate: a write that landed after the judgement (a valid fix, typically) is recorded and
+        never reverted; ChangedMeanwhile is raised instead (the caller looks again). The digest is
+        compared once here and again right before the rename (:func:`fsops.replace_checked`).
+        """
+        with self.locked():
+            return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+
+    def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
         target = self.resolve(name)
         comp = target.component
         _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
         bad = digest_of(cur) if cur else None
+        if judged_digest is not None:
+            still_bad = bad == judged_digest and not self._verdict(cur, str(self._path("live", target.file_name)),
+                                                                   comp)[0]
+            if not still_bad:
+                now = self._state_at("live", target.file_name)
+                err = self._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
+                                              judged_digest, now)
+                err.message = (f"{target.file_name} changed after it was judged invalid "
+                               f"({judged_digest[:12]}); not restored: the new write is recorded"
+                               + (f" as version {err.details['recorded_version']}"
+                                  if err.details.get("recorded_version") else ""))
+                raise err
         seen: set[str] = set()
         for v in reversed(self.store.history(comp)):
             if v.digest == bad or v.digest in seen:
@@ -1342,7 +1368,7 @@ class Engine:
             ok, _ = self._verdict(data, f"{comp}@{v.seq}", comp)
             if ok:
                 res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
-                                 action="restore", restoring=v)
+                                 action="restore", restoring=v, expect_digest=judged_digest)
                 res.extra["restored_version"] = v.seq
                 return res
         raise Conflict(f"{comp} has no recorded version that passes validation", hint="fix the file by hand")
