@@ -399,11 +399,12 @@ class Daemon:
         import fcntl
 
         path = self.layout.run_dir / PID_FILE
-        try:
-            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            return "pid-file", f"cannot open the pid file {path}: {exc.strerror}", None
+        from .lock import open_private
+
+        try:  # 0600: flock works on a read-only fd, so a readable pid file lets anyone block our start
+            fd = open_private(path, what="pid file")
+        except StaticpodError as exc:
+            return "pid-file", exc.message + f" ({path})", None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -424,8 +425,11 @@ class Daemon:
                 f"{self.root} (it holds {path}); stop it first",
                 pid,
             )
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a full /run: the flock is the guarantee, the pid text a courtesy
         self._pid_fd = fd
         return None
 
