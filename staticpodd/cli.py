@@ -983,6 +983,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
+    except OSError as exc:  # a full disk, a read-only mount … outside the engine's own checks
+        err = FsError(f"{exc.strerror or exc}", path=exc.filename if isinstance(exc.filename, str) else None,
+                      hint="free space or remount read-write, then run the command again")
+        _report_error(out, err)
+        return EXIT_FAILURE
     except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
         import traceback
 

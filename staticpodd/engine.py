@@ -33,6 +33,8 @@ from .errors import (
     InvalidManifest,
     LiveFileExists,
     NotParked,
+    StaticpodError,
+    StoreError,
     UnknownComponent,
     UsageError,
 )
@@ -916,6 +918,37 @@ class Engine:
                 exc.message += "; nothing was changed"
             raise
 
+    @contextmanager
+    def _after_rename(self, done: str, *, then: str | None = None) -> Iterator[None]:
+        """Recording after the rename: a store failure here (a full disk at COMMIT) must say that
+        the change already reached the kubelet, and that it will be recorded: the intent was
+        committed before the rename, so :meth:`recover` (run by ``staticpodctl recover`` and by
+        every changing verb and the daemon's start) records it. Raises StoreError with
+        ``details["reached_kubelet"] = True``."""
+        try:
+            yield
+        except StoreError as exc:
+            raise StoreError(
+                f"{done}, but recording it failed: {exc.message}",
+                path=exc.path, hint=(then or "nothing is lost: once the store can be written again, run: "
+                                     "staticpodctl recover (the next staticpodctl or staticpodd start does it "
+                                     "too); it records this change from the interrupted operation"),
+                details={"reached_kubelet": True, "recorded": False},
+            ) from exc
+
+    @contextmanager
+    def _nothing_changed_on_error(self) -> Iterator[None]:
+        """A StoreError or FsError before a changing verb's rename: say that nothing reached the
+        kubelet (``details["reached_kubelet"] = False``), unless the error already says it did."""
+        try:
+            yield
+        except StaticpodError as exc:
+            if isinstance(exc, (StoreError, FsError)) and "reached_kubelet" not in exc.details:
+                exc.details["reached_kubelet"] = False
+                if "nothing was changed" not in exc.message:
+                    exc.message += "; nothing was changed in the manifest directory"
+            raise
+
     def _intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
         return {"file_name": fn, "actor": self.actor.name, "actor_via": self.actor.via, "reason": reason}
 
@@ -996,7 +1029,7 @@ class Engine:
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
                                      restoring)
-        with self.locked():
+        with self._nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
                                      restoring)
 
@@ -1152,7 +1185,14 @@ class Engine:
             payload["reopen_park"] = {"parked_at": lost_park.parked_at, "until": lost_park.until,
                                       "actor": lost_park.actor, "actor_via": lost_park.actor_via,
                                       "reason": lost_park.reason}
-        intent = self.store.begin_intent("swap", comp, payload)
+        try:
+            intent = self.store.begin_intent("swap", comp, payload)
+        except StoreError:
+            try:
+                fsops.remove(staged)
+            except FsError:
+                pass  # swept by the next recover
+            raise
         fsops.crashpoint("swap:intent")
         dst = self._path(loc, fn)
         try:
@@ -1166,11 +1206,18 @@ class Engine:
                 fsops.remove(staged)
                 self.store.end_intent(intent)
                 exc.message += "; nothing was changed"
+                exc.details["reached_kubelet"] = False
+            else:  # renamed, then the directory fsync failed: in place, recorded by recover
+                exc.message += (f"; {fn} is in place all the same (the kubelet runs it); run staticpodctl recover "
+                                "to record it")
+                exc.details["reached_kubelet"] = True
             raise
         fsops.crashpoint("swap:renamed")
         st = fsops.read_state(dst)
         assert st is not None
-        with self.store.transaction():
+        with self._after_rename(f"{fn} is in place: the kubelet runs the new manifest ({new_digest[:12]})"
+                                if loc == "live" else f"the parked copy of {fn} is updated ({new_digest[:12]})"), \
+                self.store.transaction():
             if late is not None:  # written in the instant between the check and the swap: kept in history
                 lv = self.store.record(comp, fn, late.data, action="external", actor=EXTERNAL,
                                        reason=f"written during the {action} swap", mode=late.mode, uid=late.uid,
@@ -1290,6 +1337,10 @@ class Engine:
         InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
         (``pod-renamed``) rather than refuses: the bytes were in force before.
         """
+        with self._nothing_changed_on_error():
+            return self._rollback(name, to=to, reason=reason, check=check)
+
+    def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool) -> Result:
         target = self.resolve(name)
         comp = target.component
         skipped: list[int] = []
@@ -1339,7 +1390,7 @@ class Engine:
         never reverted; ChangedMeanwhile is raised instead (the caller looks again). The digest is
         compared once here and again right before the rename (:func:`fsops.replace_checked`).
         """
-        with self.locked():
+        with self._nothing_changed_on_error(), self.locked():
             return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
 
     def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
@@ -1390,7 +1441,7 @@ class Engine:
         says which file the pod keeps running from.
         Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
         """
-        with self.locked():
+        with self._nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             target = self.resolve(name, allow_recorded=False)
             self._scan_before_change(target.file_name)
@@ -1468,7 +1519,7 @@ class Engine:
             fsops.crashpoint("park:renamed")
             pst = self._state_at("parked", fn)
             assert pst is not None
-            with self.store.transaction():
+            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.transaction():
                 version, rec = self._record_park(comp, fn, pst, payload)
                 self.store.end_intent(intent)
             self._log(
@@ -1492,7 +1543,7 @@ class Engine:
         Raises NotParked, LiveFileExists (a live file appeared meanwhile: nothing changed),
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
-        with self.locked():
+        with self._nothing_changed_on_error(), self.locked():
             recovered_note = ""
             try:
                 target = self.resolve(name, allow_recorded=False)
@@ -1560,7 +1611,7 @@ class Engine:
             st = self._state_at("live", fn)
             assert st is not None
             rec = self.store.park_of(comp)
-            with self.store.transaction():
+            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.transaction():
                 version = self._record_unpark(comp, fn, st, payload)
                 self.store.end_intent(intent)
             parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""
@@ -1578,7 +1629,7 @@ class Engine:
         recorded first if they were not) and close the park. For a parked leftover (a
         ``.bak``), or a component the operator retires. Raises NotParked, UnknownComponent,
         LockTimeout, FsError."""
-        with self.locked():
+        with self._nothing_changed_on_error(), self.locked():
             missing = self._park_with_missing_copy(name)
             if missing is not None:
                 comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
@@ -1599,7 +1650,9 @@ class Engine:
             parked_version = next((v for v in reversed(self.store.history(comp)) if v.digest == parked_digest), None)
             live_too = self._path("live", fn).exists()
             fsops.remove(self._path("parked", fn))
-            with self.store.transaction():
+            with self._after_rename(f"the parked copy of {fn} is deleted (its bytes are in history)",
+                                    then="the park stands until it is closed; run the discard again"), \
+                    self.store.transaction():
                 if parked_st is not None:  # a history row: the park's end, with the bytes it ended with
                     parked_version = self.store.record(
                         comp, fn, parked_st.data, action="discard", actor=self.actor.name,
@@ -1671,7 +1724,7 @@ class Engine:
         """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
         (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
         Raises UnknownComponent when the file is not there, FsError."""
-        with self.locked():
+        with self._nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             src = self._path("live", file_name)
             if not src.is_file():

@@ -28,7 +28,11 @@ def recorded(root: Path, component: str | None = None) -> list[tuple[str, int, s
     """``(component, seq, action, actor, bytes)`` of every version, oldest first, read straight
     from ``<root>/var/lib/staticpodd/versions.sqlite3`` (read-only)."""
     db = root / "var/lib/staticpodd/versions.sqlite3"
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con.execute("SELECT 1 FROM versions LIMIT 1").fetchall()
+    except sqlite3.OperationalError:  # a read-only filesystem without a WAL index: no locking
+        con = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
     try:
         q = ("SELECT v.component, v.seq, v.action, v.actor, b.data FROM versions v JOIN blobs b "
              "ON b.digest = v.digest")
