@@ -183,3 +183,48 @@ def test_the_daemon_on_a_full_disk_never_tracebacks_and_records_everything_once_
         if d.proc.poll() is None:
             d.stop()
         notify.close()
+
+
+def test_a_commit_that_fails_after_the_rename_says_the_kubelet_has_it_and_recover_records_it(
+        tmp_path: Path) -> None:
+    """The store on its own small tmpfs; a 60 KB manifest. At some free level the intent (a few
+    hundred bytes) fits and the version's blob does not: the rename is done, the COMMIT after it
+    fails. The error must say the kubelet has the new file, and recover must record it."""
+    root = tmp_path / "root"
+    (root / MDIR).mkdir(parents=True)
+    fs = Tmpfs(root / "var/lib/staticpodd", 16 * 1024 * 1024)
+    try:
+        from spd_testlib import small_pod
+
+        (root / MDIR / "web.yaml").write_text(small_pod("web"))
+        assert run_ctl(root, "recover").returncode == 0
+        seen_after_rename = 0
+        for level in range(0, 200 * 1024, 4096):
+            new = tmp_path / "web.yaml"
+            data = (small_pod("web") + "".join(f"# padding line {i:05d} {'x' * 40}\n" for i in range(1000))
+                    + f"# level {level}\n").encode()
+            new.write_bytes(data)
+            fs.fill_to(level)
+            res = run_ctl(root, "apply", str(new), "--json")
+            _check_reply(res, "apply")
+            reply = json.loads(res.stdout.splitlines()[-1])
+            fs.unfill()
+            if res.returncode == 1 and reply["error"].get("details", {}).get("reached_kubelet"):
+                seen_after_rename += 1
+                assert (root / MDIR / "web.yaml").read_bytes() == data  # the kubelet has it
+                assert "is in place" in reply["error"]["message"] and "recording it failed" in reply["error"]["message"]
+                assert "staticpodctl recover" in reply["error"]["hint"]
+                assert sha(data) not in recorded_digests(root, "web")
+                rec = run_ctl(root, "recover", "--json")
+                assert rec.returncode == 0, rec.stdout + rec.stderr
+                assert json.loads(rec.stdout)["recovered"][0]["outcome"] == "finished"
+                last = recorded(root, "web")[-1]
+                assert sha(last[4]) == sha(data) and last[2:4] == ("apply", "root")
+            elif res.returncode == 0:
+                assert sha(data) in recorded_digests(root, "web")
+            else:
+                assert (root / MDIR / "web.yaml").read_bytes() != data  # nothing changed
+        assert seen_after_rename >= 1, "no fill level hit the COMMIT after the rename"
+        print(f"COMMIT-after-rename failures seen: {seen_after_rename} of {200 // 4} levels")
+    finally:
+        fs.close()
