@@ -382,8 +382,10 @@ class Daemon:
         self.journal.log(event, message, priority=priority, **fields)
 
     def _say(self, text: str) -> None:
+        from .termsafe import one_line
+
         try:
-            print(f"staticpodd: {text}", file=sys.stderr, flush=True)
+            print(f"staticpodd: {one_line(text)}", file=sys.stderr, flush=True)  # names: no forged lines
         except OSError:
             pass
 

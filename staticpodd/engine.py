@@ -42,7 +42,7 @@ from .journal import ERR, INFO, NOTICE, WARNING, Event, Journal
 from .layout import MANIFEST_SUFFIXES, PRIVATE_DIRNAME, Layout, component_of
 from .lock import DEFAULT_TIMEOUT, FileLock, default_notify
 from .store import Observed, ParkRecord, Version, VersionStore, digest_of, iso
-from .termsafe import printable_name
+from .termsafe import note_names, printable_name, shell_word
 
 EXTERNAL = "external"
 
@@ -343,6 +343,7 @@ class Engine:
             names = os.listdir(directory)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        note_names(names)  # a newline in a name is escaped wherever it is shown (termsafe.safe)
         out = []
         for e in names:
             if e.startswith("."):
@@ -437,12 +438,12 @@ class Engine:
                 raise Conflict(
                     f"{comp} is recorded as parked, but its parked copy is gone (moved or deleted by hand)",
                     path=str(self.layout.parked_dir / head.file_name),
-                    hint=f"to start it from its newest version: staticpodctl unpark {comp}; to put that version "
-                    f"back as the parked copy and keep it stopped: staticpodctl rollback {comp}",
+                    hint=f"to start it from its newest version: staticpodctl unpark {_q(comp)}; to put that version "
+                    f"back as the parked copy and keep it stopped: staticpodctl rollback {_q(comp)}",
                 )
             raise UnknownComponent(
                 f"{comp} is not in {self.layout.manifest_dir}: its file was removed (newest version {head.seq})",
-                hint=f"put it back with: staticpodctl rollback {comp}",
+                hint=f"put it back with: staticpodctl rollback {_q(comp)}",
             )
         known = sorted({self.component_for(n) for n in live + parked})
         import difflib
@@ -599,7 +600,7 @@ class Engine:
                 path=str(self.layout.manifest_dir / others[0]),
                 hint=(f"move {others[0]} out of the directory (its name is not UTF-8, so staticpodctl cannot "
                       "park it)" if self._is_untrackable_display(others[0]) else
-                      f"park the other file first: staticpodctl park {others[0]}"
+                      f"park the other file first: staticpodctl park {_q(others[0])}"
                       + ("" if component_of(others[0]) == others[0] else " --force")),
             )
 
@@ -1082,7 +1083,7 @@ class Engine:
                     "defining it would start it again behind the park",
                     path=str(self._path("parked", other)),
                     hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
-                    f"to start it: staticpodctl unpark {other_comp}",
+                    f"to start it: staticpodctl unpark {_q(other_comp)}",
                 )
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
@@ -1109,8 +1110,8 @@ class Engine:
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
             head = self.store.head(comp) if self.layout.db_path.exists() else None
             hint = (f"the other write is recorded as version {head.seq}; see what it changed with: "
-                    f"staticpodctl diff {comp} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
-                    else f"see its history with: staticpodctl history {comp}")
+                    f"staticpodctl diff {_q(comp)} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
+                    else f"see its history with: staticpodctl history {_q(comp)}")
             if action == "edit":
                 raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
             raise self._changed_meanwhile(comp, fn, loc, action, expect_digest, digest_of(data),
@@ -1288,7 +1289,7 @@ class Engine:
         if now is None:
             msg = (f"{fn} was removed by someone else while the {what} was running (after it was judged, "
                    f"before the rename); {'nothing was moved' if moving else 'nothing was put in place'}")
-            hint = f"see: staticpodctl history {comp}; run the {action} again to put it back"
+            hint = f"see: staticpodctl history {_q(comp)}; run the {action} again to put it back"
             rec = None
         else:
             rec = after.seq if after is not None and after.digest != judged else None
@@ -1325,7 +1326,7 @@ class Engine:
                     return target, st.data, loc
         raise UnknownComponent(
             f"{target.component} has no live or parked file",
-            hint=f"see its recorded versions: staticpodctl history {target.component}",
+            hint=f"see its recorded versions: staticpodctl history {_q(target.component)}",
         )
 
     def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False) -> Result:
@@ -1354,14 +1355,15 @@ class Engine:
             if not candidates:
                 raise Conflict(
                     f"{comp} has no earlier version that differs from the current bytes",
-                    hint=f"see: staticpodctl history {comp}",
+                    hint=f"see: staticpodctl history {_q(comp)}",
                 )
             # the newest one that passes the gate: a broken hand edit in history is skipped
             valid = [v for v in candidates if self._verdict(self.store.data(v.digest), f"{comp}@{v.seq}", comp)[0]]
             if not valid:
                 raise Conflict(
                     f"{comp} has no earlier version that passes validation",
-                    hint=f"see: staticpodctl history {comp}; staticpodctl rollback {comp} --to N shows why one fails",
+                    hint=f"see: staticpodctl history {_q(comp)}; staticpodctl rollback {_q(comp)} --to N "
+                    "shows why one fails",
                 )
             version = valid[0]
             skipped = [v.seq for v in candidates[: candidates.index(version)] if v.digest != version.digest]
@@ -1455,7 +1457,7 @@ class Engine:
                         f" until {iso(rec.until)}" if rec.until else ""
                     ) + (f" ({rec.reason})" if rec.reason else "")
                 raise AlreadyParked(f"{comp} is already parked{detail}",
-                                    hint=f"bring it back with: staticpodctl unpark {comp}")
+                                    hint=f"bring it back with: staticpodctl unpark {_q(comp)}")
             replaced_note = ""
             if target.parked:
                 old = self._state_at("parked", fn)
@@ -1465,7 +1467,7 @@ class Engine:
                     self.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
                                             actor=self.actor.name, details={"digest": digest_of(old.data)})
                     replaced_note = (f"; the older parked copy ({digest_of(old.data)[:12]}) was replaced "
-                                     f"(its bytes stay in history: staticpodctl history {comp})")
+                                     f"(its bytes stay in history: staticpodctl history {_q(comp)})")
                 else:
                     raise Conflict(
                         f"a parked copy of {fn} exists that is not recorded",
@@ -1491,7 +1493,7 @@ class Engine:
                     odd = [t for t in twins if self._is_untrackable_display(t)]
                     hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
                             f"staticpodctl cannot park it), then park {comp}" if odd else
-                            f"park the leftover first (staticpodctl park {stray_twins[0]}), then park {comp}"
+                            f"park the leftover first (staticpodctl park {_q(stray_twins[0])}), then park {comp}"
                             if stray_twins else
                             f"park or move the other file(s) first, or park only {fn} with --force "
                             "(the pod keeps running from the other file)")
@@ -1505,7 +1507,7 @@ class Engine:
                     raise UsageError(
                         f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
                         "so a deadline to start it again means nothing",
-                        hint=f"park it without --for/--until: staticpodctl park {fn}",
+                        hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
                     )
                 twins_note = f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
             digest = digest_of(st.data)
@@ -1582,7 +1584,7 @@ class Engine:
                 raise LiveFileExists(
                     f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
                     path=str(self._path("live", fn)),
-                    hint=f"both are in history (staticpodctl history {comp}). To keep the live file, delete the "
+                    hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
                     f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
                     "copy win, move the live file out of the directory first, then unpark",
                 )
@@ -1874,12 +1876,8 @@ def _is_tool_tempfile(file_name: str) -> bool:
 
 
 def _q(name: str) -> str:
-    """``name`` as a shell word for a hint: quoted when needed, and after ``--`` when it starts
-    with ``-`` (a component named ``--help`` must not read as an option)."""
-    import shlex
-
-    word = shlex.quote(printable_name(name))
-    return f"-- {word}" if name.startswith("-") else word
+    """``name`` as a shell word for a hint (:func:`staticpodd.termsafe.shell_word`)."""
+    return shell_word(name)
 
 
 def is_utf8_name(name: str) -> bool:

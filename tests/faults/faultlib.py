@@ -66,6 +66,13 @@ def run_ctl(root: Path, *args: str, timeout: float = 60, **env: str) -> subproce
                           timeout=timeout)
 
 
+def run_ctl_root_first(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """staticpodctl VERB --root ROOT ARGS…: for argument lists that end in ``-- NAME``."""
+    verb, *rest = args
+    return subprocess.run([sys.executable, "-m", "staticpodd.cli", verb, "--root", str(root), *rest], env=ctl_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def assert_no_traceback(*texts: str) -> None:
     for t in texts:
         assert "Traceback" not in t, t
