@@ -938,7 +938,7 @@ class Engine:
             ) from exc
 
     @contextmanager
-    def _nothing_changed_on_error(self) -> Iterator[None]:
+    def nothing_changed_on_error(self) -> Iterator[None]:
         """A StoreError or FsError before a changing verb's rename: say that nothing reached the
         kubelet (``details["reached_kubelet"] = False``), unless the error already says it did."""
         try:
@@ -1030,7 +1030,7 @@ class Engine:
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
                                      restoring)
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
                                      restoring)
 
@@ -1338,7 +1338,7 @@ class Engine:
         InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
         (``pod-renamed``) rather than refuses: the bytes were in force before.
         """
-        with self._nothing_changed_on_error():
+        with self.nothing_changed_on_error():
             return self._rollback(name, to=to, reason=reason, check=check)
 
     def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool) -> Result:
@@ -1392,7 +1392,7 @@ class Engine:
         never reverted; ChangedMeanwhile is raised instead (the caller looks again). The digest is
         compared once here and again right before the rename (:func:`fsops.replace_checked`).
         """
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
 
     def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
@@ -1443,7 +1443,7 @@ class Engine:
         says which file the pod keeps running from.
         Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
         """
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             target = self.resolve(name, allow_recorded=False)
             self._scan_before_change(target.file_name)
@@ -1545,7 +1545,7 @@ class Engine:
         Raises NotParked, LiveFileExists (a live file appeared meanwhile: nothing changed),
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             recovered_note = ""
             try:
                 target = self.resolve(name, allow_recorded=False)
@@ -1631,7 +1631,7 @@ class Engine:
         recorded first if they were not) and close the park. For a parked leftover (a
         ``.bak``), or a component the operator retires. Raises NotParked, UnknownComponent,
         LockTimeout, FsError."""
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             missing = self._park_with_missing_copy(name)
             if missing is not None:
                 comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
@@ -1726,7 +1726,7 @@ class Engine:
         """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
         (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
         Raises UnknownComponent when the file is not there, FsError."""
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             src = self._path("live", file_name)
             if not src.is_file():
