@@ -1387,10 +1387,10 @@ class Engine:
         RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes.
 
         ``judged_digest``: the sha256 of the live bytes the caller judged invalid. The restore
-        acts only while the live file still holds exactly those bytes and they still fail the
-        gate: a write that landed after the judgement (a valid fix, typically) is recorded and
-        never reverted; ChangedMeanwhile is raised instead (the caller looks again). The digest is
-        compared once here and again right before the rename (:func:`fsops.replace_checked`).
+        acts only while the live file still holds exactly those bytes: a write that landed after
+        the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
+        is raised instead (the caller looks again). The digest is compared once here and again
+        right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
         """
         with self.nothing_changed_on_error(), self.locked():
             return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
@@ -1401,9 +1401,7 @@ class Engine:
         _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
         bad = digest_of(cur) if cur else None
         if judged_digest is not None:
-            still_bad = bad == judged_digest and not self._verdict(cur, str(self._path("live", target.file_name)),
-                                                                   comp)[0]
-            if not still_bad:
+            if bad != judged_digest:
                 now = self._state_at("live", target.file_name)
                 err = self._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
                                               judged_digest, now)
