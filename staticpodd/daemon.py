@@ -1356,6 +1356,13 @@ class Daemon:
                     until = _get(rec, "until")
                     if until is not None:
                         self.failed_unparks[(a.target, until)] = exc.code
+                    try:  # counted in staticpodd_failed_unparks_total (from the store: survives a restart)
+                        self.engine.store.record_event(
+                            "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
+                            reason=a.reason, details={"error": exc.code, "until": until},
+                        )
+                    except StaticpodError:
+                        pass
                     self.runtime_problems[f"unpark:{a.target}"] = {
                         "code": "park-expired-unpark-failed",
                         "severity": "error",
@@ -1403,6 +1410,7 @@ class Daemon:
                 started_at=self.started_at,
                 now=time.time(),
                 previous=self._metrics_snapshot,
+                history=metrics.store_counters(self.layout.db_path),
             )
             metrics.write_textfile(directory, metrics.render(snap))
         except StaticpodError as exc:

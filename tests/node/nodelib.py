@@ -71,7 +71,7 @@ class BootedNode:
              f"lowerdir={self.lower},upperdir={self.work / 'upper'},workdir={self.work / 'workdir'}",
              str(self.merged)], check=True, capture_output=True)
         cmd = ["systemd-nspawn", "-q", "-D", str(self.merged), "--register=no", "--keep-unit",
-               "-M", self.name, "--boot", "--console=passive"]
+               "-M", self.name, "--boot", "--console=passive", "--private-network"]
         for b in self.binds:
             cmd.append(f"--bind-ro={b}")
         with open(self.console, "wb") as log:
