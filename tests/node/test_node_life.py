@@ -26,6 +26,11 @@ KUBEADM_FILES = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.ya
 PREFLIGHT_IGNORE = "FileContent--proc-sys-net-ipv4-ip_forward,ImagePull"
 
 
+# exits 0 when `staticpodctl status` shows exactly n live components
+LIVE_COUNT = ("staticpodctl status --json | python3 -c 'import json,sys; "
+              "sys.exit(sum(c[\"state\"] == \"live\" for c in json.load(sys.stdin)[\"components\"]) != {n})'")
+
+
 def journal_entries(node: BootedNode, *args: str) -> list[dict]:
     """The node's journal entries of staticpodd.service (``journalctl -o json``), oldest first."""
     out = node.journal("-u", "staticpodd", "-o", "json", *args)
@@ -50,7 +55,8 @@ def sha256s(node: BootedNode) -> dict[str, str]:
 
 
 def install(node: BootedNode, deb: Path) -> str:
-    r = node.sh(f"DEBIAN_FRONTEND=noninteractive dpkg -i {deb} 2>&1", check=False, timeout=300)
+    # --force-confold: the configuration was laid down first (as config management does)
+    r = node.sh(f"DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold {deb} 2>&1", check=False, timeout=300)
     assert r.returncode == 0, r.stdout
     return r.stdout
 
@@ -73,7 +79,6 @@ def test_a_node_from_install_before_kubeadm_to_purge(node: BootedNode, debs: dic
     #    runs (no 226/NAMESPACE restart loop), waiting for the directory.
     assert not node.path("/etc/kubernetes").exists()
     out = install(node, debs["old"])
-    node.sh("test -e /etc/kubernetes || true")
     wait_active_with_restarts(node, 0)
     time.sleep(6.5)  # longer than RestartSec=5s: a failing unit would have restarted by now
     assert node.show("staticpodd", "NRestarts") == "0", node.journal("-u", "staticpodd")
@@ -97,8 +102,7 @@ def test_a_node_from_install_before_kubeadm_to_purge(node: BootedNode, debs: dic
     #    sandbox that binds the new directory, and adopts every file, each with a journal entry.
     node.sh(f"{kubeadm} init phase control-plane all --config {cfg} && {kubeadm} init phase etcd local --config {cfg}",
             timeout=120)
-    node.wait_for(f"staticpodctl status --json | grep -c '\"state\": \"live\"' | grep -qx {len(KUBEADM_FILES)}",
-                  timeout=40)
+    node.wait_for(LIVE_COUNT.format(n=len(KUBEADM_FILES)), timeout=40)
     wait_active_with_restarts(node, 1)
     entries = journal_entries(node)
     exit_note = [e for e in with_id(entries, Event.DIRECTORY_PROBLEM) if e.get("FINDING") == "manifest-dir-read-only"]
@@ -148,7 +152,8 @@ def test_a_node_from_install_before_kubeadm_to_purge(node: BootedNode, debs: dic
     assert r.returncode != 0, r.stdout
     assert "refusing to remove staticpodd while components are parked" in r.stdout, r.stdout
     assert "kube-controller-manager" in r.stdout and "staticpodctl unpark" in r.stdout, r.stdout
-    assert node.sh("dpkg-query -W -f='${Status}' staticpodd").stdout == "install ok installed"
+    # still installed and configured (dpkg only noted the wish to remove it: "deinstall")
+    assert node.sh("dpkg-query -W -f='${Status}' staticpodd").stdout.endswith(" ok installed")
     assert node.show("staticpodd", "ActiveState") == "active"
     assert component(status_json(node), "kube-controller-manager")["state"] == "parked"
 
@@ -159,6 +164,7 @@ def test_a_node_from_install_before_kubeadm_to_purge(node: BootedNode, debs: dic
     assert node.show("staticpodd", "ActiveState") in ("inactive", "")
     node.sh("dpkg --purge staticpodd")
     assert not node.path("/var/lib/prometheus/node-exporter/staticpodd.prom").exists()
-    assert node.path("/var/lib/staticpodd/staticpodd.db").exists() or list(node.path("/var/lib/staticpodd").glob("*.db"))
+    assert node.path("/var/lib/staticpodd/versions.sqlite3").stat().st_size > 0
     assert sha256s(node) == before
-    assert node.sh(f"ls -A {M}").stdout.split() == sorted(KUBEADM_FILES)
+    assert [n for n in node.sh(f"ls -A {M}").stdout.split() if not n.startswith(".")] == sorted(KUBEADM_FILES)
+    assert node.sh(f"ls -A {M}/.staticpodd/parked").stdout == "", "no park left behind"
