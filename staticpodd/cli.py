@@ -861,14 +861,66 @@ def cmd_validate(args: argparse.Namespace, out: Out) -> int:
     return int(run_validate(args, sys.stdout))
 
 
+def _base(path: Any) -> str | None:
+    return os.path.basename(str(path).rstrip("/")) if path else None
+
+
+def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
+    """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
+    directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
+    and the run directory (the lock). A read-only mount is told apart from missing permission."""
+    from .sandbox import read_only_mount
+
+    found: list[tuple[str, str, str]] = []
+    places = (
+        ("manifest-dir", layout.manifest_dir, "the manifest directory",
+         "apply, park, unpark, restore and quarantine fail"),
+        ("store", layout.state_dir, "the version store's directory", "no version can be recorded"),
+        ("run-dir", layout.run_dir, "the run directory (lock, heartbeat)", "no verb can take the lock"),
+    )
+    for code, path, what, effect in places:
+        if not path.exists():
+            continue
+        if read_only_mount(path):
+            found.append((f"{code}-read-only", f"{what} {path} is on a read-only mount: {effect}", str(path)))
+        elif not os.access(path, os.W_OK):
+            found.append((f"{code}-not-writable", f"{what} {path} is not writable for uid {os.geteuid()}: {effect}",
+                          str(path)))
+    db = layout.db_path
+    if db.exists() and not read_only_mount(db) and not os.access(db, os.W_OK):
+        found.append(("store-not-writable", f"the version store {db} is not writable for uid {os.geteuid()}: "
+                      "no version can be recorded", str(db)))
+    return found
+
+
+def _unit_enabled_but_down(layout: Any) -> str | None:
+    """``staticpodd.service`` when doctor looks at this machine's own root (``--root /``), systemd
+    runs it and the unit is enabled (so the daemon is meant to run), else None. Never raises."""
+    import shutil
+    import subprocess
+
+    unit = "staticpodd.service"
+    if str(layout.root) != "/" or shutil.which("systemctl") is None or not os.path.isdir("/run/systemd/system"):
+        return None
+    try:
+        r = subprocess.run(["systemctl", "is-enabled", unit], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return unit if r.stdout.strip() in ("enabled", "enabled-runtime") else None
+
+
 def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     """Everything that can be wrong, in one look: the directory as the kubelet reads it, parks
     (broken, parked copy missing, overdue), drift, interrupted operations, the configuration,
-    the version store and the daemon. Exit 0 when nothing is wrong, 1 otherwise."""
+    the version store, what cannot be written (a read-only manifest directory, store or run
+    directory) and the daemon: down while its unit is enabled, stuck, or reporting problems of
+    its own (its heartbeat's problems are listed too, once each, so doctor's count and the
+    daemon's agree). Exit 0 when nothing is wrong, 1 otherwise."""
     from .validate import validate_directory
 
     eng = _engine(args)
     eng.check_manifest_dir()  # a missing directory is the one problem doctor cannot look past
+    unwritable = _unwritable(eng.layout)  # before the store is opened: a read-only one is named
     eng.config  # load it now, so an invalid configuration is reported below  # noqa: B018
     findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
     st = eng.status()
@@ -882,6 +934,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     for f in findings:
         out.say(f.format())
     errors = sum(1 for f in findings if f.severity == "error")
+    for code, message, path in unwritable:
+        problem(code, message, path=path)
     now = time.time()
     for r in st["components"]:
         p = r["parked"]
@@ -921,6 +975,22 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     out.say(f"daemon: {daemon['detail']}")
     if daemon.get("stuck"):  # its own problems (an invalid manifest …) are reported above, from the directory
         problem("daemon-unhealthy", daemon["detail"])  # not running at all is allowed: the CLI works alone
+    elif not daemon.get("running"):
+        unit = _unit_enabled_but_down(eng.layout)
+        if unit:  # ... unless systemd is meant to run it
+            problem("daemon-down", f"{unit} is enabled but the daemon is not running ({daemon['detail']}): nothing "
+                    "records edits, ends parks at their deadline or applies the policies (journalctl -u "
+                    f"{unit}; systemctl start {unit})")
+    # The daemon's own problems (its heartbeat), each once: what doctor found itself is not repeated.
+    seen = {(p["code"], _base(p.get("path"))) for p in problems}
+    seen |= {(f.code, _base(f.path)) for f in findings}
+    for p in daemon.get("problems") or []:
+        key = (p.get("code"), _base(p.get("path")))
+        if key in seen:
+            continue
+        seen.add(key)
+        problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
+                path=p.get("path"), severity=p.get("severity"), source="daemon")
     integrity = "ok"
     if eng.layout.db_path.exists():
         integrity = eng.store._db.execute("PRAGMA integrity_check").fetchone()[0]

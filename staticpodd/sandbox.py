@@ -60,3 +60,27 @@ def bind_into_unit(unit: str, path: Path | str, *, timeout: float = 30) -> tuple
     if r.returncode != 0:
         return False, f"systemctl bind {unit} {path} failed ({r.returncode}): {(r.stderr or r.stdout).strip()}"
     return True, f"bound {path} into {unit}'s sandbox"
+
+
+_network: bool | None = None
+
+
+def network_available() -> bool:
+    """Whether this process may open an IP socket at all (cached). False under the unit's
+    default sandbox (``RestrictAddressFamilies=AF_UNIX``: socket(AF_INET) fails with
+    EAFNOSUPPORT) -- and so for every hook the daemon runs, which inherits it (issue 12.6)."""
+    global _network
+    if _network is None:
+        import socket
+
+        try:
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+            _network = True
+        except OSError:
+            _network = False
+    return _network
+
+
+NO_NETWORK_NOTE = ("hooks run by staticpodd have no network (the unit's sandbox: PrivateNetwork=yes, "
+                   "RestrictAddressFamilies=AF_UNIX); give them network with the drop-in in README "
+                   "'Run as a service', or notify through a local socket")
