@@ -865,6 +865,26 @@ def _base(path: Any) -> str | None:
     return os.path.basename(str(path).rstrip("/")) if path else None
 
 
+def _finding_problem_keys(findings: Any) -> set[tuple[str | None, str | None]]:
+    """``(code, file name)`` per problem the daemon would count for these findings: an invalid
+    file is one ``invalid-live`` problem; a directory-level finding of severity error or warning
+    is one problem (a manifest-named file that is no Pod counts as invalid, not as a stray)."""
+    from .layout import component_of
+    from .reconcile import is_directory_finding, stray_by_name
+
+    keys: set[tuple[str | None, str | None]] = set()
+    for f in findings:
+        name = _base(f.path)
+        if is_directory_finding(f):
+            if f.code == "stray" and name and not stray_by_name(name) and component_of(name) != name:
+                keys.add(("invalid-live", name))
+            elif f.severity in ("error", "warning"):
+                keys.add((f.code, name))
+        elif f.severity == "error":
+            keys.add(("invalid-live", name))
+    return keys
+
+
 def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
     """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
     directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
@@ -981,9 +1001,13 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
             problem("daemon-down", f"{unit} is enabled but the daemon is not running ({daemon['detail']}): nothing "
                     "records edits, ends parks at their deadline or applies the policies (journalctl -u "
                     f"{unit}; systemctl start {unit})")
-    # The daemon's own problems (its heartbeat), each once: what doctor found itself is not repeated.
-    seen = {(p["code"], _base(p.get("path"))) for p in problems}
-    seen |= {(f.code, _base(f.path)) for f in findings}
+    # Counted as the daemon counts its heartbeat's problems (staticpodd.daemon.Daemon.problems),
+    # so that doctor and `status` agree: one per invalid file (however many findings it has),
+    # one per directory-level finding of severity error or warning (a stray, a duplicate pod ...),
+    # one per problem of doctor's own; then every problem the running daemon reports that is not
+    # among them yet (a failed write, a lock timeout ...), listed here once each.
+    seen = _finding_problem_keys(findings)
+    seen |= {(p["code"], _base(p.get("path"))) for p in problems}
     for p in daemon.get("problems") or []:
         key = (p.get("code"), _base(p.get("path")))
         if key in seen:
@@ -997,8 +1021,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     out.say(f"version store: {integrity}")
     if integrity != "ok":
         problem("store-corrupt", f"version store integrity check: {integrity}")
-    ok = errors == 0 and not problems
-    out.say("no problems found" if ok else f"{errors + len(problems)} problem(s) found")
+    ok = errors == 0 and not seen
+    out.say("no problems found" if ok else f"{len(seen)} problem(s) found")
     out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
                interrupted=st["interrupted"], journal={"ok": journal_ok, "detail": journal_detail})
     return EXIT_OK if ok else EXIT_FAILURE
