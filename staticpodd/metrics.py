@@ -225,11 +225,13 @@ def store_counters(db_path: Path | str) -> dict[str, Any]:
     action ``external`` except adoption (reason ``first seen (adopted)``) plus events with actor
     ``external`` except ``adopted`` (external changes); versions with action ``restore``
     (restores); events ``quarantined``, ``refused-invalid``, ``unpark-failed``. Nothing is ever
-    deleted from those tables, so the counters only go up. Raises FsError when the store cannot
-    be read.
+    deleted from those tables, so the counters only go up. No store yet: all zero. Raises
+    FsError when the store cannot be read.
     """
     import sqlite3
 
+    if not Path(db_path).exists():  # nothing recorded yet (an empty directory before kubeadm)
+        return {"counters": dict.fromkeys(COUNTERS, 0), "last_external_change": None, "last_restore": None}
     uri = f"file:{Path(db_path).as_posix()}?mode=ro"
     try:
         db = sqlite3.connect(uri, uri=True, timeout=5.0)

@@ -181,3 +181,10 @@ tests:
     r = subprocess.run([promtool(), "test", "rules", str(test)], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{test.read_text()}"
     assert before["staticpodd_external_changes_total"] == 0 and after["staticpodd_external_changes_total"] == 1
+
+
+def test_counters_are_zero_before_anything_was_recorded(tmp_path: Path) -> None:
+    from staticpodd.metrics import COUNTERS, store_counters
+
+    got = store_counters(tmp_path / "var/lib/staticpodd/versions.sqlite3")
+    assert got == {"counters": dict.fromkeys(COUNTERS, 0), "last_external_change": None, "last_restore": None}
