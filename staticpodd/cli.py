@@ -865,23 +865,25 @@ def _base(path: Any) -> str | None:
     return os.path.basename(str(path).rstrip("/")) if path else None
 
 
-def _finding_problem_keys(findings: Any) -> set[tuple[str | None, str | None]]:
+def _finding_problem_keys(findings: Any) -> dict[tuple[str | None, str | None], str]:
     """``(code, file name)`` per problem the daemon would count for these findings: an invalid
     file is one ``invalid-live`` problem; a directory-level finding of severity error or warning
-    is one problem (a manifest-named file that is no Pod counts as invalid, not as a stray)."""
+    is one problem (a manifest-named file that is no Pod counts as invalid, not as a stray).
+    Returns ``{key: "error" | "warning"}``."""
     from .layout import component_of
     from .reconcile import is_directory_finding, stray_by_name
 
-    keys: set[tuple[str | None, str | None]] = set()
+    keys: dict[tuple[str | None, str | None], str] = {}
     for f in findings:
         name = _base(f.path)
         if is_directory_finding(f):
             if f.code == "stray" and name and not stray_by_name(name) and component_of(name) != name:
-                keys.add(("invalid-live", name))
+                keys[("invalid-live", name)] = "error"
             elif f.severity in ("error", "warning"):
-                keys.add((f.code, name))
+                keys[(f.code, name)] = "error" if f.severity == "error" or keys.get((f.code, name)) == "error" \
+                    else "warning"
         elif f.severity == "error":
-            keys.add(("invalid-live", name))
+            keys[("invalid-live", name)] = "error"
     return keys
 
 
@@ -1007,12 +1009,12 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     # one per problem of doctor's own; then every problem the running daemon reports that is not
     # among them yet (a failed write, a lock timeout ...), listed here once each.
     seen = _finding_problem_keys(findings)
-    seen |= {(p["code"], _base(p.get("path"))) for p in problems}
+    seen.update({(p["code"], _base(p.get("path"))): "error" for p in problems})
     for p in daemon.get("problems") or []:
         key = (p.get("code"), _base(p.get("path")))
         if key in seen:
             continue
-        seen.add(key)
+        seen[key] = "warning" if p.get("severity") == "warning" else "error"
         problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
                 path=p.get("path"), severity=p.get("severity"), source="daemon")
     integrity = "ok"
@@ -1021,8 +1023,13 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     out.say(f"version store: {integrity}")
     if integrity != "ok":
         problem("store-corrupt", f"version store integrity check: {integrity}")
-    ok = errors == 0 and not seen
-    out.say("no problems found" if ok else f"{len(seen)} problem(s) found")
+    # Exit 1 for any problem of severity error; warnings alone (a stray, a loose mode) are counted
+    # and shown but exit 0, as before.
+    ok = errors == 0 and "error" not in seen.values()
+    if not seen:
+        out.say("no problems found")
+    else:
+        out.say(f"{len(seen)} problem(s) found" + (" (warnings only)" if ok else ""))
     out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
                interrupted=st["interrupted"], journal={"ok": journal_ok, "detail": journal_detail})
     return EXIT_OK if ok else EXIT_FAILURE

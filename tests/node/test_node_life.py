@@ -15,9 +15,12 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from nodelib import BootedNode
 
 from staticpodd.journal import Event
+
+pytestmark = pytest.mark.slow
 
 M = "/etc/kubernetes/manifests"
 KUBEADM_FILES = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")

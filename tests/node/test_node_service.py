@@ -9,10 +9,13 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from nodelib import BootedNode
 from test_node_life import M, install, journal_entries, wait_active_with_restarts, with_id
 
 from staticpodd.journal import Event
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus" / "manifests"
