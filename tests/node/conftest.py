@@ -22,6 +22,7 @@ from nodelib import HOST_PATH, REPO, BootedNode, build_root  # noqa: E402
 
 from staticpodd import __version__  # noqa: E402
 
+
 def _need_host_tools() -> None:
     if os.geteuid() != 0:
         pytest.skip("boots a container: needs root")
