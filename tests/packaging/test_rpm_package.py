@@ -78,6 +78,8 @@ def test_rpm_builds_and_its_payload_runs(tmp_path: Path) -> None:
     assert "preset staticpodd.service" in scripts
     assert "disable --now staticpodd.service" in scripts
     assert "try-restart staticpodd.service" in scripts
+    # an erase while a component is parked is refused, as the .deb's prerm does (issue 12.4)
+    assert "/usr/libexec/staticpodd/before-remove || exit 1" in scripts
     requires = run("rpm", "-qp", "--requires", rpm).stdout
     for dep in ("pyyaml", "jsonschema", "watchdog", "python3-systemd"):
         assert dep in requires, dep
