@@ -420,10 +420,31 @@ class Daemon:
         self.journal.log(event, message, priority=priority, **fields)
 
     def _say(self, text: str) -> None:
+        """A plain stderr line, for a human running the daemon by hand. Left out when stderr is
+        itself the journal (systemd's ``JOURNAL_STREAM``) and entries reach journald natively:
+        every such line has its native entry (MESSAGE_ID, priority), and the copy would land in
+        the journal again as a bare priority-6 line (issue 12.5)."""
+        if self._stderr_is_journal():
+            return
         try:
             print(f"staticpodd: {text}", file=sys.stderr, flush=True)
         except OSError:
             pass
+
+    _stderr_journal: bool | None = None
+
+    def _stderr_is_journal(self) -> bool:
+        if self._stderr_journal is None:
+            from .journal import journal_status
+
+            stream = os.environ.get("JOURNAL_STREAM", "")
+            try:
+                st = os.fstat(sys.stderr.fileno())
+                same = bool(stream) and stream == f"{st.st_dev}:{st.st_ino}"
+            except (OSError, ValueError, AttributeError):
+                same = False
+            self._stderr_journal = same and journal_status()[0] and os.environ.get("STATICPODD_NO_JOURNAL") != "1"
+        return self._stderr_journal
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _take_pid_lock(self) -> tuple[str, str, int | None] | None:
@@ -500,6 +521,7 @@ class Daemon:
                 config_path=exc.path,
                 line=exc.line,
                 field=exc.field,
+                hint=exc.hint,
             )
             return EXIT_CONFIG
         self.config_generation = 1
@@ -889,7 +911,8 @@ class Daemon:
                 raise
             import traceback
 
-            traceback.print_exc(file=sys.stderr)
+            if not self._stderr_is_journal():
+                traceback.print_exc(file=sys.stderr)
             if (self.runtime_problems.get("reconcile") or {}).get("code") != "internal-error":
                 self.log(Event.DAEMON_ERROR, f"internal error during reconcile (still serving): {type(exc).__name__}: "
                          f"{exc}", priority=ERR, error="internal-error", traceback=traceback.format_exc())
@@ -1478,6 +1501,7 @@ class Daemon:
                 config_path=exc.path,
                 line=exc.line,
                 field=exc.field,
+                hint=exc.hint,
             )
             self.reload_state = {"seq": target, "status": "refused", "error": str(exc), "at": time.time()}
         else:

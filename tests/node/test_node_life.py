@@ -147,6 +147,10 @@ def test_a_node_from_install_before_kubeadm_to_purge(node: BootedNode, debs: dic
     unparked = [e for e in with_id(journal_entries(node), Event.UNPARKED) if e.get("COMPONENT") == "kube-scheduler"]
     assert unparked, "the deadline unpark is journaled"
     assert not [e for e in journal_entries(node) if "Read-only file system" in e.get("MESSAGE", "")]
+    # Everything the daemon said is a native entry: no bare stderr line (priority 6, no
+    # MESSAGE_ID) from it in the journal, errors included (12.5).
+    bare = [e.get("MESSAGE") for e in journal_entries(node) if e.get("_TRANSPORT") == "stdout"]
+    assert bare == [], bare
     node.wait_for("test -s /var/lib/prometheus/node-exporter/staticpodd.prom")
 
     # 8. Remove while something is parked: refused, loudly, nothing changes.
