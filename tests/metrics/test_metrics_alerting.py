@@ -60,7 +60,11 @@ def notify():
 
 def start(root: Path, notify: NotifySocket) -> DaemonProc:
     d = DaemonProc(root, notify)
-    d.wait_ready()
+    try:
+        d.wait_ready()
+    except BaseException:
+        d.stop()  # never leave a daemon behind
+        raise
     return d
 
 

@@ -49,8 +49,10 @@ def test_a_lock_held_at_start_is_a_journal_warning(tmp_path: Path, notify: Notif
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-        d.wait_ready()
-        d.stop()
+        try:
+            d.wait_ready()
+        finally:
+            d.stop()
 
 
 def test_a_metrics_write_failure_is_a_journal_warning_not_only_stderr(tmp_path: Path, notify: NotifySocket) -> None:

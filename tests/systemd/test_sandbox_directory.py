@@ -52,10 +52,14 @@ def test_a_directory_that_appears_read_only_makes_the_daemon_exit_75_for_a_resta
     try:
         _mount("-o", "remount,bind,ro", str(kube))  # the daemon's view
         d = Daemon(root, notify)
-        d.wait_ready()
-        assert d.proc.poll() is None
-        shutil.copytree(saved, alias / "manifests")  # kubeadm writes its manifests
-        rc = d.proc.wait(timeout=20)
+        try:
+            d.wait_ready()
+            assert d.proc.poll() is None
+            shutil.copytree(saved, alias / "manifests")  # kubeadm writes its manifests
+            rc = d.proc.wait(timeout=20)
+        finally:
+            if d.proc.poll() is None:
+                d.stop()
         assert rc == EXIT_SANDBOX, d.stderr
         entries = [e for e in journal(root, "DIRECTORY_PROBLEM") if e.get("FINDING") == "manifest-dir-read-only"]
         assert entries and entries[-1]["PRIORITY"] == "3" and entries[-1]["EXIT_STATUS"] == str(EXIT_SANDBOX)
@@ -73,14 +77,17 @@ def test_a_directory_read_only_from_the_start_is_a_problem_not_a_restart_loop(tm
     try:
         _mount("-o", "remount,bind,ro", str(m))
         d = Daemon(root, notify)
-        d.wait_ready()
-        hb = wait_until(lambda: (h := d.heartbeat()) and any(p["code"] == "manifest-dir-read-only"
+        try:
+            d.wait_ready()
+            hb = wait_until(lambda: (h := d.heartbeat()) and any(p["code"] == "manifest-dir-read-only"
                                                              for p in h.get("problems", [])) and h,
-                        what="the read-only directory reported")
-        assert d.proc.poll() is None, "no exit at start: it would only loop"
+                            what="the read-only directory reported")
+            assert d.proc.poll() is None, "no exit at start: it would only loop"
+        finally:
+            rc = d.stop()
+        assert rc == 0
         assert [p for p in hb["problems"] if p["code"] == "manifest-dir-read-only"][0]["severity"] == "error"
         entries = [e for e in journal(root, "DIRECTORY_PROBLEM") if e.get("FINDING") == "manifest-dir-read-only"]
         assert entries and int(entries[0]["PRIORITY"]) <= 3
-        assert d.stop() == 0
     finally:
         subprocess.run(["umount", "-l", str(m)], check=False)
