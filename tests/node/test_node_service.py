@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from nodelib import BootedNode
+from spd_testlib import corpus_dir
 from test_node_life import M, install, journal_entries, wait_active_with_restarts, with_id
 
 from staticpodd.journal import Event
@@ -18,7 +19,14 @@ from staticpodd.journal import Event
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO.parent / "shared" / "corpus" / "manifests"
+
+
+def scheduler_manifest() -> bytes:
+    """kubeadm's kube-scheduler manifest from ../shared/corpus (or $STATICPODD_CORPUS)."""
+    corpus = corpus_dir()
+    if corpus is None:
+        pytest.skip("../shared/corpus is absent (set STATICPODD_CORPUS)")
+    return (corpus / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes()
 POD = """apiVersion: v1
 kind: Pod
 metadata:
@@ -92,7 +100,7 @@ def test_a_hook_run_by_the_daemon_has_no_network_says_so_and_the_readme_drop_in_
     deadline unpark (HOOK_FAILED, warning, HOOK_NETWORK=none), and works with README's drop-in."""
     assert _readme_dropin() == NETWORK_DROPIN
     node.sh(f"mkdir -p -m 0700 {M}")
-    node.path(f"{M}/kube-scheduler.yaml").write_bytes((CORPUS / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes())
+    node.path(f"{M}/kube-scheduler.yaml").write_bytes(scheduler_manifest())
     install(node, debs["old"])
     wait_active_with_restarts(node, 0)
     node.sh("systemd-run --unit=webhook --working-directory=/root "
@@ -123,7 +131,7 @@ def test_a_hook_run_by_the_daemon_has_no_network_says_so_and_the_readme_drop_in_
 def test_doctor_exits_non_zero_when_the_enabled_daemon_is_down_or_cannot_write(node: BootedNode, debs: dict) -> None:
     """12.5: doctor's exit status is what automation reads."""
     node.sh(f"mkdir -p -m 0700 {M}")
-    node.path(f"{M}/kube-scheduler.yaml").write_bytes((CORPUS / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes())
+    node.path(f"{M}/kube-scheduler.yaml").write_bytes(scheduler_manifest())
     install(node, debs["old"])
     wait_active_with_restarts(node, 0)
     assert node.sh("staticpodctl doctor", check=False).returncode == 0
