@@ -504,6 +504,9 @@ class Engine:
             manifest, warnings = gate(data, display_path, self.validate_options())
         except InvalidManifest as exc:
             self.store.set_verdict(digest, validator_id(), False)
+            # counted in staticpodd_refused_applies_total (metrics.store_counters)
+            self.store.record_event("refused-invalid", component=component, file_name=None, actor=self.actor.name,
+                                    details={"digest": digest, "code": exc.findings[0].code if exc.findings else None})
             first = exc.findings[0] if exc.findings else None
             where = f" at line {exc.line}" if exc.line else ""
             what = f" ({first.code}{', ' + exc.field if exc.field else ''})" if first else ""

@@ -357,3 +357,33 @@ def sweep_staging(layout: Layout, keep: set[str]) -> list[Path]:
     if removed:
         fsync_dir(layout.staging_dir)
     return removed
+
+
+def remove_private_dir_if_alone(layout: Layout) -> bool:
+    """Remove ``<manifests>/.staticpodd/`` when it is the only entry of the manifest directory
+    and holds nothing but its empty subdirectories (parked, staging, quarantine).
+
+    kubeadm's preflight check ``DirAvailable--etc-kubernetes-manifests`` refuses a non-empty
+    directory and counts dot-entries (kubeadm ``preflight/checks.go`` DirAvailableCheck), so an
+    empty ``.staticpodd/`` left behind after the last parked or applied file went away breaks
+    ``kubeadm init`` (issue 12.2). A file anywhere inside (a parked or quarantined manifest) keeps
+    it: nothing the user had is lost. Call under the lock. Returns True when it was removed;
+    never raises (a failure leaves it for the next pass).
+    """
+    try:
+        if os.listdir(layout.manifest_dir) != [layout.private_dir.name]:
+            return False
+        subdirs = os.listdir(layout.private_dir)
+        known = {layout.parked_dir.name, layout.staging_dir.name, layout.quarantine_dir.name}
+        if not set(subdirs) <= known:
+            return False
+        for name in subdirs:
+            if os.listdir(layout.private_dir / name):
+                return False
+        for name in subdirs:
+            os.rmdir(layout.private_dir / name)
+        os.rmdir(layout.private_dir)
+        fsync_dir(layout.manifest_dir)
+    except OSError:
+        return False
+    return True
