@@ -31,7 +31,7 @@ from .errors import (
     StaticpodError,
     UsageError,
 )
-from .termsafe import json_safe, safe
+from .termsafe import json_safe, note_names, safe, shell_word
 
 FORMAT_VERSION = 1
 PROG = "staticpodctl"
@@ -506,6 +506,7 @@ def _daemon_holds_pidfile(layout: Any) -> bool | None:
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     st = eng.status()
+    note_names(n for r in st["components"] for n in (r["component"], r["file_name"]))
     daemon = _heartbeat(eng.layout)
     now = time.time()
     out.say(f"manifest directory: {st['manifest_dir']}")
@@ -532,10 +533,10 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             if r.get("park_broken"):
                 notes.append("PARK BROKEN: live again while parked")
             if r["state"] == "removed":
-                notes.append(f"not in the directory any more; `{PROG} rollback {shlex.quote(r['component'])}` puts "
+                notes.append(f"not in the directory any more; `{PROG} rollback {shell_word(r['component'])}` puts "
                              f"version {r['version']} back")
             if r.get("unparked_by_hand"):
-                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shlex.quote(r['component'])}` "
+                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shell_word(r['component'])}` "
                              "closes the park record")
             p = r["parked"]
             if p:
@@ -620,7 +621,7 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
             out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
                      "until it starts (it then unparks overdue parks at once)")
     if not res.extra.get("keeps_running_from"):  # else the headline already says where the pod runs from
-        out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shlex.quote(res.component)}")
+        out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shell_word(res.component)}")
     rc = _wait(args, out, eng, "park", res, before=before)
     out.finish(rc == EXIT_OK)
     return rc
@@ -786,6 +787,7 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
 def cmd_history(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     comp, versions = eng.history(args.component, limit=args.limit)
+    note_names([comp, *{v.file_name for v in versions}])
     current = None
     try:
         from .store import digest_of
@@ -858,6 +860,13 @@ def cmd_validate(args: argparse.Namespace, out: Out) -> int:
     from .validate.cli import run_validate
 
     args.base_options = _engine(args).validate_options()  # config defaults; flags win
+    # names with a newline are shown escaped (termsafe.safe)
+    for p in getattr(args, "paths", None) or getattr(args, "path", None) or []:
+        note_names([os.path.basename(p)])
+        try:
+            note_names(os.listdir(p) if os.path.isdir(p) else [])
+        except OSError:
+            pass
     return int(run_validate(args, sys.stdout))
 
 
@@ -983,6 +992,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
+    except OSError as exc:  # a full disk, a read-only mount … outside the engine's own checks
+        err = FsError(f"{exc.strerror or exc}", path=exc.filename if isinstance(exc.filename, str) else None,
+                      hint="free space or remount read-write, then run the command again")
+        _report_error(out, err)
+        return EXIT_FAILURE
     except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
         import traceback
 

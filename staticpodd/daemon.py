@@ -383,8 +383,10 @@ class Daemon:
         self.journal.log(event, message, priority=priority, **fields)
 
     def _say(self, text: str) -> None:
+        from .termsafe import one_line
+
         try:
-            print(f"staticpodd: {text}", file=sys.stderr, flush=True)
+            print(f"staticpodd: {one_line(text)}", file=sys.stderr, flush=True)  # names: no forged lines
         except OSError:
             pass
 
@@ -400,11 +402,12 @@ class Daemon:
         import fcntl
 
         path = self.layout.run_dir / PID_FILE
-        try:
-            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            return "pid-file", f"cannot open the pid file {path}: {exc.strerror}", None
+        from .lock import open_private
+
+        try:  # 0600: flock works on a read-only fd, so a readable pid file lets anyone block our start
+            fd = open_private(path, what="pid file")
+        except StaticpodError as exc:
+            return "pid-file", exc.message + f" ({path})", None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -425,8 +428,11 @@ class Daemon:
                 f"{self.root} (it holds {path}); stop it first",
                 pid,
             )
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a full /run: the flock is the guarantee, the pid text a courtesy
         self._pid_fd = fd
         return None
 
@@ -1220,7 +1226,11 @@ class Daemon:
                 continue  # a component's manifest just put back: never moved out of sight
             try:
                 if a.verb == "restore":
-                    res = self.engine.restore_last_good(a.target, reason=a.reason)
+                    # the bytes judged invalid in this pass (the scan's observation): the engine
+                    # restores only while the live file still holds exactly them (issue 11 item 2)
+                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
+                    res = self.engine.restore_last_good(a.target, reason=a.reason,
+                                                        judged_digest=_get(judged, "digest") or "")
                     new = _get(_get(res, "version"), "seq")
                     source = (_get(res, "extra") or {}).get("restored_version")
                     restored.add(a.file_name or "")
@@ -1243,6 +1253,13 @@ class Daemon:
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:
+                if exc.code == "changed-meanwhile" and a.file_name:
+                    # written again after it was judged: recorded by the engine, never reverted;
+                    # the next pass judges the new bytes (and restores them only if invalid)
+                    self._say(f"{a.verb} {a.target} skipped: {exc.message}")
+                    self._retry_names.add(a.file_name)
+                    self._retry_at = time.monotonic() + RETRY_DELAY
+                    continue
                 self._say(f"{a.verb} {a.target} failed: {exc}")
                 if a.verb == "unpark":
                     rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None

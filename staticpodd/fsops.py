@@ -170,7 +170,88 @@ def replace(staged: Path, target: Path) -> None:
 
 _renameat2 = None
 _RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+
+
+class ChangedUnderfoot(Exception):
+    """The file at ``path`` is not the one that was judged: someone wrote it meanwhile.
+
+    ``state`` is what is there now (None: it is gone). Raised by :func:`replace_checked` before
+    anything moved; the engine records ``state`` as a version and refuses."""
+
+    def __init__(self, path: Path, state: FileState | None) -> None:
+        super().__init__(str(path))
+        self.path = path
+        self.state = state
+
+
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> FileState | None:
+    """Put ``staged`` at ``target`` only if ``target`` still holds the bytes that were judged.
+
+    ``expect_digest``: sha256 of the bytes the caller judged (validated, recorded, ran its hooks
+    against); None means "there was no file": then the rename never replaces one that appeared
+    meanwhile (``RENAME_NOREPLACE``). Right before the rename the target is read again and
+    compared; a difference raises :class:`ChangedUnderfoot` and nothing moves.
+
+    The swap itself is ``renameat2(RENAME_EXCHANGE)`` where the filesystem has it (ext4, xfs,
+    btrfs, tmpfs): the replaced inode then stays reachable at the staging path, so a write that
+    landed in the microseconds between the check and the swap (or through a descriptor opened
+    before it) is not lost: its state is returned for the caller to record, and the old inode is
+    then unlinked. The kubelet sees one rename event either way (KUBELET.md "When the kubelet
+    looks"). Without exchange it falls back to ``rename(2)`` and returns None. fsyncs both
+    directories. Raises ChangedUnderfoot, LiveFileExists (a file appeared where there was none),
+    FsError.
+    """
+    try:
+        now = read_state(target)
+    except FsError:
+        now = None
+        if expect_digest is not None:
+            raise
+    if (None if now is None else _digest(now.data)) != expect_digest:
+        raise ChangedUnderfoot(target, now)
+    if expect_digest is None:
+        try:
+            move_noreplace(staged, target)
+        except LiveFileExists:
+            raise ChangedUnderfoot(target, read_state(target)) from None
+        return None
+    r2 = _load_renameat2()
+    late: FileState | None = None
+    exchanged = False
+    if r2:
+        fn, ctypes = r2
+        rc = fn(_AT_FDCWD, os.fsencode(staged), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE)
+        if rc == 0:
+            exchanged = True
+        else:
+            err = ctypes.get_errno()
+            if err == errno.ENOENT and not target.exists():
+                raise ChangedUnderfoot(target, None)
+            if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+                raise FsError(f"rename into place failed: {os.strerror(err)}", path=str(target))
+    if exchanged:
+        crashpoint("swap:exchanged")
+        try:
+            old = read_state(staged)
+        except FsError:
+            old = None
+        if old is not None and _digest(old.data) != expect_digest:
+            late = old
+        _unlink_quietly(staged)
+        fsync_dir(target.parent)
+        if staged.parent != target.parent:
+            fsync_dir(staged.parent)
+        return late
+    replace(staged, target)
+    return None
 
 
 def _load_renameat2():  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from .termsafe import printable_name
+from .termsafe import one_line, printable_name
 
 # syslog priorities (journald PRIORITY=)
 ERR = 3
@@ -151,7 +151,7 @@ class Journal:
             if value is None:
                 continue
             out[key.upper()] = printable_name(str(value))  # a non-UTF-8 file name: \xNN, not an error
-        message = printable_name(message)
+        message = one_line(message)  # one line: a newline in a file name must not forge an entry's text
         sender = _resolve_sender()
         if sender is not None:
             try:
@@ -160,7 +160,7 @@ class Journal:
             except (OSError, ValueError):  # ValueError: covers UnicodeError and a NUL in a field
                 pass
         extras = " ".join(
-            f"{k}={v}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
+            f"{k}={one_line(v)}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
         )
         try:
             print(f"{self.identifier}: {message} [{extras}]", file=sys.stderr)
