@@ -2,7 +2,9 @@
 
 Tables (schema version :data:`SCHEMA_VERSION`):
 
-``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to.
+``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to,
+              compressed (``codec``, :mod:`staticpodd.blobcodec`; schema 3, :mod:`staticpodd.migrations`).
+``components`` every component with at least one version (no ``SELECT DISTINCT`` over versions).
 ``versions``  one row per recorded version: component, seq (1, 2, 3 … per component), file name,
               digest, size, mode/uid/gid, action, actor, reason, time, and where the bytes were
               (``live`` or ``parked``). Rows are never updated or deleted by normal operation.
@@ -34,15 +36,17 @@ import json
 import os
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from . import blobcodec
 from .errors import StoreError, UnknownVersion
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: compressed blobs, a components table (staticpodd.migrations)
 _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
 #: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
@@ -53,7 +57,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
-    data BLOB NOT NULL
+    data BLOB NOT NULL,
+    codec TEXT NOT NULL DEFAULT 'raw'
 );
 CREATE TABLE IF NOT EXISTS versions (
     id INTEGER PRIMARY KEY,
@@ -129,7 +134,6 @@ CREATE TABLE IF NOT EXISTS facts (
     value TEXT NOT NULL,
     PRIMARY KEY (digest, kind)
 );
-CREATE INDEX IF NOT EXISTS versions_by_component ON versions (component, seq);
 CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
 """
 
@@ -254,6 +258,7 @@ class VersionStore:
     def __init__(self, path: Path, *, readonly: bool | None = None) -> None:
         self.path = path
         self.readonly = bool(readonly)
+        self._old_schema = False  # a read-only schema-2 store: raw blobs, no components table
         #: why it could not be opened read-write (None: asked for read-only, or it was not)
         self._rw_error: BaseException | None = None
         try:
@@ -309,6 +314,7 @@ class VersionStore:
                 last = exc
                 continue
             self._db = db
+            self._old_schema = row is None or int(row[0]) < 3  # read as it is: no upgrade without writing
             if row is not None and int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(
                     f"the version store has schema {row[0]}, newer than this staticpodd understands "
@@ -330,13 +336,22 @@ class VersionStore:
                 hint="upgrade staticpodd; do not downgrade over a newer store",
             )
         if row is None or int(row[0]) < SCHEMA_VERSION:
+            from . import migrations
+
             with self.transaction():
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         self._db.execute(stmt)
+                try:
+                    rewritten = migrations.to_v3(self._db)
+                except ValueError as exc:
+                    raise StoreError(f"cannot upgrade the version store: {exc}", path=str(self.path),
+                                     hint="nothing was changed; check the file with sqlite3") from exc
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
+            if rewritten:
+                migrations.vacuum_after(self._db)
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
@@ -405,9 +420,11 @@ class VersionStore:
         digest = digest_of(data)
         now = time.time() if created_at is None else created_at
         with self.transaction() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)", (digest, len(data), data)
-            )
+            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchone() is None:
+                codec, stored = blobcodec.encode(data)
+                db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)",
+                           (digest, len(data), stored, codec))
+            db.execute("INSERT OR IGNORE INTO components(component) VALUES (?)", (component,))
             (seq,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM versions WHERE component = ?", (component,)
             ).fetchone()
@@ -449,14 +466,26 @@ class VersionStore:
 
     def data(self, digest: str) -> bytes:
         """The bytes stored under ``digest``. Raises StoreError when missing (a corrupt store)."""
-        row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest = ?" if self._old_schema else
+                               "SELECT codec, data FROM blobs WHERE digest = ?", (digest,)).fetchone()
         if row is None:
             raise StoreError(f"the version store has no bytes for digest {digest[:12]}", path=str(self.path))
-        return bytes(row[0])
+        try:
+            data = blobcodec.decode(row[0], row[1])
+        except (ValueError, zlib.error) as exc:
+            raise StoreError(f"the bytes of digest {digest[:12]} cannot be decoded: {exc}", path=str(self.path),
+                             hint="the store is damaged or was written by a newer staticpodd") from exc
+        if row[0] != blobcodec.RAW and digest_of(data) != digest:
+            raise StoreError(f"the bytes stored for digest {digest[:12]} do not match it", path=str(self.path),
+                             hint="the store is damaged; check the file with sqlite3")
+        return data
 
     def components(self) -> list[str]:
-        """Every component that has at least one version, sorted."""
-        return [r[0] for r in self._db.execute("SELECT DISTINCT component FROM versions ORDER BY component")]
+        """Every component that has at least one version, sorted (the ``components`` table: no
+        scan of every version)."""
+        if self._old_schema:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT component FROM versions ORDER BY component")]
+        return [r[0] for r in self._db.execute("SELECT component FROM components ORDER BY component")]
 
     def knows_digest(self, component: str, digest: str) -> bool:
         """True when some version of ``component`` has these bytes."""
