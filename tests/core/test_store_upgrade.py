@@ -117,3 +117,9 @@ def test_new_blobs_are_stored_compressed_and_read_back_exactly(tmp_path: Path) -
     assert store._db.execute("SELECT codec FROM blobs WHERE digest = ?", (tiny.digest,)).fetchone()[0] == "raw"
     assert store.data(v.digest) == data and store.data(tiny.digest) == b"a"
     store.close()
+
+
+def test_the_zd1_dictionary_is_frozen() -> None:
+    """Stores on nodes decode with these exact bytes: editing ZDICT_1 would turn them to garbage."""
+    assert hashlib.sha256(blobcodec.ZDICT_1).hexdigest() == (
+        "5e5e88253fcb3a77d30bc5ad9a541b287327dc181583e5347e7cff4b9f64e782")
