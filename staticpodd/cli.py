@@ -90,7 +90,7 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 VERBS = ("status", "park", "unpark", "apply", "edit", "history", "show", "diff", "rollback", "recover",
-         "validate", "doctor")
+         "validate", "doctor", "prune")
 
 
 def _seconds(text: str) -> float:
@@ -221,6 +221,14 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
     p = verb_("doctor", "check the whole directory as the kubelet reads it, the store and the daemon")
     p.set_defaults(handler=cmd_doctor)
+
+    p = verb_("prune", "delete old versions under the retention policy (never the current, parked or last valid one)")
+    p.add_argument("--dry-run", action="store_true", help="change nothing; say what would be pruned")
+    p.add_argument("--keep", type=int, metavar="N",
+                   help="keep the newest N versions of each component (default: retention.keep_versions)")
+    p.add_argument("--keep-for", metavar="DURATION",
+                   help="keep every version younger than DURATION (30d, 12h; default: retention.keep_for)")
+    p.set_defaults(handler=cmd_prune)
     return parser
 
 
@@ -853,6 +861,40 @@ def cmd_recover(args: argparse.Namespace, out: Out) -> int:
     for r in results:
         out.say(f"{r['op']} of {r['file_name']}: {r['outcome']}")
     out.finish(True, recovered=results)
+    return EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace, out: Out) -> int:
+    from .retention import policy_for, prune
+
+    eng = _engine(args)
+    keep_for = None
+    if args.keep_for is not None:
+        from .engine import parse_duration
+
+        keep_for = parse_duration(args.keep_for)
+    if args.keep is not None and args.keep < 1:
+        raise UsageError(f"--keep {args.keep}: keep at least 1 version", hint="the newest version is always kept")
+    from .config import load_config
+
+    # strictly: a prune deletes, so a broken configuration is an error here, never "defaults"
+    policy = policy_for(load_config(eng.layout, path=getattr(args, "config", None)), keep=args.keep,
+                        keep_for=keep_for)
+    if not policy.active:
+        out.say("no retention policy: nothing is pruned (set retention.keep_versions / retention.keep_for in "
+                "staticpodd.yaml, or pass --keep N / --keep-for DURATION)")
+        out.finish(True, dry_run=bool(args.dry_run), pruned_versions=0, deleted_blobs=0, freed_bytes=0,
+                   components=[])
+        return EXIT_OK
+    with eng.locked():
+        res = prune(eng, policy, time.time(), dry_run=args.dry_run)
+    verb = "would prune" if res.dry_run else "pruned"
+    for c in res.components:
+        what = "all versions (removed stray, leaves status)" if c.retired else ", ".join(map(str, c.seqs))
+        out.say(f"{c.component}: {verb} {len(c.seqs)} version(s): {what}; kept {c.kept}")
+    out.say(f"{verb} {res.versions} version(s); {res.blobs} blob(s), {res.bytes} bytes "
+            + ("would be freed" if res.dry_run else "freed"))
+    out.finish(True, **res.to_dict())
     return EXIT_OK
 
 
