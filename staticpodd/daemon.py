@@ -588,6 +588,7 @@ class Daemon:
         wd_interval = self.notifier.watchdog_interval()
         next_ping = time.monotonic()
         next_rescan = time.monotonic() + self.config.rescan_interval
+        next_prune: float | None = time.monotonic()  # retention: the first prune right after READY, then every interval
         while True:
             now = time.monotonic()
             if wd_interval is not None and now >= next_ping:
@@ -616,11 +617,14 @@ class Daemon:
                 next_rescan = time.monotonic() + self.config.rescan_interval
             elif names or parks_due:
                 self._reconcile(names=sorted(names))
+            next_prune = self._prune_if_due(next_prune)
             self._publish_status()
             self._heartbeat()
             # sleep until the next thing to do
             now = time.monotonic()
             wake = [next_rescan, now + HEARTBEAT_INTERVAL]
+            if next_prune is not None:
+                wake.append(next_prune)
             if wd_interval is not None:
                 wake.append(next_ping)
             nd = self.hints.next_deadline()
@@ -702,6 +706,29 @@ class Daemon:
                 inode=ident[1] if ident else None,
             )
         return True
+
+    def _prune_if_due(self, next_prune: float | None) -> float | None:
+        """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when
+        ``next_prune`` (monotonic) has come; returns the next due time (None: no policy). A
+        failure (lock timeout, full disk) is reported and retried at the next interval."""
+        from .retention import policy_for, prune
+
+        policy = policy_for(self.config)
+        if not policy.active:
+            return time.monotonic() + 60.0  # look again (a SIGHUP may set one)
+        if next_prune is not None and time.monotonic() < next_prune:
+            return next_prune
+        try:
+            with self.engine.locked():
+                res = prune(self.engine, policy, time.time())
+            self.runtime_problems.pop("prune", None)
+            if res.components:
+                self._refresh_summary()
+        except StaticpodError as exc:
+            self._say(f"prune failed: {exc}")
+            self.runtime_problems["prune"] = {"code": exc.code, "severity": "warning",
+                                              "path": str(self.layout.db_path), "message": exc.message}
+        return time.monotonic() + policy.interval
 
     # -- reconcile ------------------------------------------------------------------------------
     def _reconcile(self, *, full: bool = False, names: Iterable[str] = (), recover: bool = False) -> None:
