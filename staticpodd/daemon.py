@@ -1165,11 +1165,24 @@ class Daemon:
             return []
         from .engine import is_utf8_name
 
+        from .dirprint import fingerprint
+
+        # An unchanged directory (same names, stats and recorded digests, same options) has the
+        # same findings: the periodic rescan then parses and validates nothing (issue 14).
+        options = self._validate_options()
+        digests = {o.file_name: o.digest for o in self.engine.store.observed().values() if o.location == "live"}
+        key = fingerprint(self.layout.manifest_dir, digests, repr(options))
+        cached = getattr(self, "_dir_findings_cache", None)
+        if key is not None and cached is not None and cached[0] == key:
+            return list(cached[1])
         # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
         # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
-        return [f for f in validate_directory(self.layout.manifest_dir, self._validate_options())
-                if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
+        found = [f for f in validate_directory(self.layout.manifest_dir, options)
+                 if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
+        if key is not None and key == fingerprint(self.layout.manifest_dir, digests, repr(options)):
+            self._dir_findings_cache = (key, found)  # nothing moved while we validated
+        return list(found)
 
     def _validate_options(self) -> Any:
         return validate_options(self.config)
