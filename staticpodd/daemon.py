@@ -1163,9 +1163,8 @@ class Daemon:
             return []
         if not self.layout.manifest_dir.is_dir():
             return []
-        from .engine import is_utf8_name
-
         from .dirprint import fingerprint
+        from .engine import is_utf8_name
 
         # An unchanged directory (same names, stats and recorded digests, same options) has the
         # same findings: the periodic rescan then parses and validates nothing (issue 14).
