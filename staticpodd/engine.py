@@ -264,6 +264,7 @@ class Engine:
         self._untrackable_logged: set[str] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
+        self._listing: list[str] | None = None  # the directory's names during one scan
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -386,7 +387,10 @@ class Engine:
             head = self.store.head(stem)
             if head is not None:
                 return stem if head.file_name == file_name else file_name
-        siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+        pool = getattr(self, "_listing", None)
+        if pool is None:
+            pool = self.live_names() + self.parked_names()
+        siblings = sorted({n for n in pool if component_of(n) == stem})
         return stem if not siblings or siblings[0] == file_name else file_name
 
     def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
@@ -635,11 +639,24 @@ class Engine:
         new live bytes are run through the gate and the verdict is returned in each Change.
         ``log=False``: do not journal DRIFT_RECORDED (the daemon logs its own EXTERNAL_* entries).
         Caller must hold the lock (``with engine.locked()``). Returns the changes, in file order.
+        Everything one scan records is one transaction (one commit, however many files changed:
+        adopting a node's directory is linear), and the directory is listed once per scan.
         """
+        self._listing = None
+        try:
+            if self.store.readonly:
+                return self._scan(names, validate=validate, log=log)
+            with self.store.transaction():
+                return self._scan(names, validate=validate, log=log)
+        finally:
+            self._listing = None
+
+    def _scan(self, names: Iterable[str] | None, *, validate: bool, log: bool) -> list[Change]:
         store = self.store
         observed = store.observed()
         live = self.live_names()
         parked = self.parked_names()
+        self._listing = live + parked  # component_for's siblings, for the rest of this scan
         for odd in sorted(self.untrackable - self._untrackable_logged):
             self._untrackable_logged.add(odd)
             self._log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
