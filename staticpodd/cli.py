@@ -182,7 +182,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
     p = verb_("history", "list the recorded versions of a component")
     p.add_argument("component")
-    p.add_argument("-n", "--limit", type=int, help="only the newest N versions")
+    p.add_argument("-n", "--limit", type=int,
+                   help=f"only the newest N versions (default {HISTORY_DEFAULT}; 0 or --all: every version)")
+    p.add_argument("--all", action="store_true", help="every recorded version, however many")
     p.set_defaults(handler=cmd_history)
 
     p = verb_("show", "print a version's bytes (COMPONENT@N), or the current file (COMPONENT)")
@@ -792,9 +794,19 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
         return rc
 
 
+#: Versions ``history`` shows by default (newest first cut): its cost must not grow with the store.
+HISTORY_DEFAULT = 100
+
+
 def cmd_history(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
-    comp, versions = eng.history(args.component, limit=args.limit)
+    limit = None if args.all or args.limit == 0 else (HISTORY_DEFAULT if args.limit is None else args.limit)
+    if limit is not None and limit < 0:
+        raise UsageError(f"-n {args.limit}: give a number of versions >= 0 (0: all)")
+    comp, versions = eng.history(args.component, limit=limit)
+    total = len(versions)
+    if limit is not None and len(versions) >= limit and eng.layout.db_path.exists():
+        total = eng.store.count(comp)
     note_names([comp, *{v.file_name for v in versions}])
     current = None
     try:
@@ -816,7 +828,12 @@ def cmd_history(args: argparse.Namespace, out: Out) -> int:
             out.say(f"{mark} {v.seq:>4}  {when:<20} {v.action:<9} {actor:<18} {v.digest[:12]:<12}  {v.reason or ''}")
         if current is not None and versions[-1].digest != current:
             out.say(f"  the current file ({current[:12]}) differs from the newest version: drift, not recorded yet")
-    out.finish(True, component=comp, current_digest=current, versions=[v.to_dict() for v in versions])
+        if total > len(versions):
+            out.say(f"  ({total - len(versions)} older version(s) not shown: staticpodctl history {shell_word(comp)} "
+                    "--all, or -n N)")
+    if out.json:
+        out.finish(True, component=comp, current_digest=current, total_versions=total,
+                   truncated=total > len(versions), versions=[v.to_dict() for v in versions])
     return EXIT_OK
 
 

@@ -39,7 +39,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +164,7 @@ class Version:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape used by ``--json`` (mode as an octal string, e.g. ``"0600"``)."""
-        d = asdict(self)
+        d = {f: getattr(self, f) for f in _VERSION_FIELDS}  # not asdict(): no deep copy per row
         d["mode"] = f"{self.mode:04o}" if self.mode is not None else None
         d["created_at"] = iso(self.created_at)
         d["version"] = self.seq  # the name every other verb's --json uses; "seq" stays for compatibility
@@ -215,6 +215,8 @@ def iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
+_VERSION_FIELDS = ("component", "seq", "file_name", "digest", "size", "mode", "uid", "gid", "action", "actor",
+                   "actor_via", "reason", "location", "created_at")
 _VERSION_COLS = (
     "component, seq, file_name, digest, size, mode, uid, gid, action, actor, actor_via, reason, "
     "location, created_at"
@@ -464,6 +466,10 @@ class VersionStore:
         ).fetchall()
         return [Version(*r) for r in reversed(rows)]
 
+    def count(self, component: str) -> int:
+        """How many versions of ``component`` are recorded."""
+        return int(self._db.execute("SELECT COUNT(*) FROM versions WHERE component = ?", (component,)).fetchone()[0])
+
     def data(self, digest: str) -> bytes:
         """The bytes stored under ``digest``. Raises StoreError when missing (a corrupt store)."""
         row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest = ?" if self._old_schema else
@@ -681,7 +687,7 @@ def _guard(name: str, fn: Any) -> Any:
     return wrapper
 
 
-_READS = {"head", "get", "history", "data", "components", "knows_digest", "events", "park_of", "parks",
+_READS = {"head", "get", "history", "count", "data", "components", "knows_digest", "events", "park_of", "parks",
           "expired_parks", "intents", "identity", "fact", "verdict", "observed"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
               and n not in ("transaction", "close")]:
