@@ -422,7 +422,9 @@ class Engine:
             if name in pool:
                 other = name in (parked if is_live else live)
                 return Target(self.component_for(name), name, True if is_live else other, other if is_live else True)
-        matches = sorted({n for n in live + parked if self.component_for(n) == name})
+        # component_for(n) is n itself or its stem: only those files can be this component (no
+        # store queries for every other file on the node)
+        matches = sorted({n for n in live + parked if component_of(n) == name and self.component_for(n) == name})
         if len(matches) > 1:
             raise Conflict(
                 f"component {name!r} matches several files: {', '.join(matches)}",
