@@ -685,8 +685,9 @@ class Engine:
                 actual[key] = None
         for key, st in actual.items():
             loc, fn = keys[key]
-            comp = self.component_for(fn)
             obs = observed.get(key)
+            # a path seen before keeps the component it was recorded under (no store queries)
+            comp = obs.component if obs is not None else self.component_for(fn)
             other_loc = "parked" if loc == "live" else "live"
             other_key = f"{other_loc}/{fn}"
             if st is not None:
