@@ -721,17 +721,22 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
 
     eng = _engine(args)
     target = eng.resolve(args.component, allow_recorded=False)
-    with eng.locked():  # record the bytes being edited first: a write meanwhile is then a version after them
-        fsops.ensure_private_dirs(eng.layout)
-        eng.scan(None)
-    target, data, loc = eng.current_bytes(args.component)
-    base = digest_of(data)
-    edit_root = eng.layout.run_dir / "edit"
-    edit_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    workdir = tempfile.mkdtemp(prefix=f"{target.component}-", dir=edit_root)
-    path = os.path.join(workdir, target.file_name)
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
-        fh.write(data)
+    with eng.nothing_changed_on_error():
+        with eng.locked():  # record the bytes being edited first: a write meanwhile is then a version after them
+            fsops.ensure_private_dirs(eng.layout)
+            eng.scan(None)
+        target, data, loc = eng.current_bytes(args.component)
+        base = digest_of(data)
+        edit_root = eng.layout.run_dir / "edit"
+        try:
+            edit_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            workdir = tempfile.mkdtemp(prefix=f"{target.component}-", dir=edit_root)
+            path = os.path.join(workdir, target.file_name)
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise FsError(f"cannot make the copy to edit: {exc.strerror}", path=str(edit_root),
+                          hint="free space under /run (or remount it read-write), then edit again") from None
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     interactive = sys.stdin.isatty() and not out.json
     try:

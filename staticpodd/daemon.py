@@ -809,7 +809,8 @@ class Daemon:
         except StaticpodError as exc:
             if recover:
                 raise
-            self._say(f"reconcile failed: {exc}")
+            if (self.runtime_problems.get("reconcile") or {}).get("message") != exc.message:
+                self._say(f"reconcile failed: {exc}")  # once per failure (a full disk retries every second)
             self.runtime_problems["reconcile"] = {
                 "code": exc.code,
                 "severity": "error",

@@ -960,7 +960,7 @@ class Engine:
             ) from exc
 
     @contextmanager
-    def _nothing_changed_on_error(self) -> Iterator[None]:
+    def nothing_changed_on_error(self) -> Iterator[None]:
         """A StoreError or FsError before a changing verb's rename: say that nothing reached the
         kubelet (``details["reached_kubelet"] = False``), unless the error already says it did."""
         try:
@@ -1052,7 +1052,7 @@ class Engine:
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
                                      restoring)
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
                                      restoring)
 
@@ -1360,7 +1360,7 @@ class Engine:
         InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
         (``pod-renamed``) rather than refuses: the bytes were in force before.
         """
-        with self._nothing_changed_on_error():
+        with self.nothing_changed_on_error():
             return self._rollback(name, to=to, reason=reason, check=check)
 
     def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool) -> Result:
@@ -1409,12 +1409,12 @@ class Engine:
         RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes.
 
         ``judged_digest``: the sha256 of the live bytes the caller judged invalid. The restore
-        acts only while the live file still holds exactly those bytes and they still fail the
-        gate: a write that landed after the judgement (a valid fix, typically) is recorded and
-        never reverted; ChangedMeanwhile is raised instead (the caller looks again). The digest is
-        compared once here and again right before the rename (:func:`fsops.replace_checked`).
+        acts only while the live file still holds exactly those bytes: a write that landed after
+        the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
+        is raised instead (the caller looks again). The digest is compared once here and again
+        right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
         """
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
 
     def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
@@ -1423,9 +1423,7 @@ class Engine:
         _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
         bad = digest_of(cur) if cur else None
         if judged_digest is not None:
-            still_bad = bad == judged_digest and not self._verdict(cur, str(self._path("live", target.file_name)),
-                                                                   comp)[0]
-            if not still_bad:
+            if bad != judged_digest:
                 now = self._state_at("live", target.file_name)
                 err = self._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
                                               judged_digest, now)
@@ -1465,7 +1463,7 @@ class Engine:
         says which file the pod keeps running from.
         Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
         """
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             target = self.resolve(name, allow_recorded=False)
             self._scan_before_change(target.file_name)
@@ -1567,7 +1565,7 @@ class Engine:
         Raises NotParked, LiveFileExists (a live file appeared meanwhile: nothing changed),
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             recovered_note = ""
             try:
                 target = self.resolve(name, allow_recorded=False)
@@ -1653,7 +1651,7 @@ class Engine:
         recorded first if they were not) and close the park. For a parked leftover (a
         ``.bak``), or a component the operator retires. Raises NotParked, UnknownComponent,
         LockTimeout, FsError."""
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             missing = self._park_with_missing_copy(name)
             if missing is not None:
                 comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
@@ -1748,7 +1746,7 @@ class Engine:
         """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
         (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
         Raises UnknownComponent when the file is not there, FsError."""
-        with self._nothing_changed_on_error(), self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             src = self._path("live", file_name)
             if not src.is_file():

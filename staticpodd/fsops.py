@@ -12,8 +12,9 @@ Rules it keeps (KUBELET.md "Consequences for staticpodd"):
 4. Unchanged bytes are never rewritten, chmodded or touched (callers compare digests first).
 
 Crash points: for the crash-safety tests, :func:`crashpoint` kills the process with SIGKILL when
-the environment variable ``STATICPODD_TEST_CRASHPOINT`` names the step being passed. It is a test
-hook (like SQLite's fault injection) and does nothing otherwise.
+the environment variable ``STATICPODD_TEST_CRASHPOINT`` names the step being passed, and
+:func:`pausepoint` sleeps where ``STATICPODD_TEST_PAUSEPOINT`` says. They are test hooks (like
+SQLite's fault injection) and do nothing otherwise.
 """
 
 from __future__ import annotations
@@ -40,12 +41,22 @@ STAGING_PREFIX = "stage-"
 KUBELET_MAX_BYTES = 10 * 1024 * 1024
 
 _CRASHPOINT = os.environ.get("STATICPODD_TEST_CRASHPOINT")
+_PAUSEPOINT = os.environ.get("STATICPODD_TEST_PAUSEPOINT")  # "NAME:SECONDS"
 
 
 def crashpoint(name: str) -> None:
     """Die with SIGKILL here when ``STATICPODD_TEST_CRASHPOINT == name`` (tests only)."""
     if _CRASHPOINT is not None and _CRASHPOINT == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pausepoint(name: str) -> None:
+    """Sleep here when ``STATICPODD_TEST_PAUSEPOINT == "name:seconds"`` (tests only: widens a
+    race window that is otherwise microseconds, so the test of what happens in it is exact)."""
+    if _PAUSEPOINT is not None and _PAUSEPOINT.rpartition(":")[0] == name:
+        import time
+
+        time.sleep(float(_PAUSEPOINT.rpartition(":")[2]))
 
 
 @dataclass(frozen=True)
@@ -223,6 +234,7 @@ def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> Fi
         except LiveFileExists:
             raise ChangedUnderfoot(target, read_state(target)) from None
         return None
+    pausepoint("swap:checked")
     r2 = _load_renameat2()
     late: FileState | None = None
     exchanged = False

@@ -32,7 +32,7 @@ from faultlib import Tmpfs, assert_no_traceback, recorded, recorded_digests, run
 
 #: free bytes to leave, 0 to 200 KB (tmpfs counts in 4 KiB pages)
 LEVELS = [0, 4096, 8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 163840, 204800]
-DOCUMENTED = {0, 1, 3, 4, 5}
+DOCUMENTED = {0, 1, 3, 4, 5}  # README "Exit codes" (doctor: 1 = problems found)
 MDIR = "etc/kubernetes/manifests"
 
 
@@ -67,15 +67,22 @@ def _dir_contents(root: Path) -> dict[str, bytes]:
     return out
 
 
+def code_of(reply: dict) -> str:
+    return (reply.get("error") or {}).get("code", "")
+
+
 def _check_reply(res, verb: str) -> dict:
     assert_no_traceback(res.stdout, res.stderr)
     assert res.returncode in DOCUMENTED, (verb, res.returncode, res.stdout, res.stderr)
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     reply = json.loads(lines[-1]) if lines else {}
     if res.returncode == 1 and reply:
-        code = reply["error"]["code"]
-        assert code in ("store-error", "fs-error", "invalid-manifest", "hook-failed"), (verb, reply)
-        if code in ("store-error", "fs-error") and verb in ("apply", "rollback", "park", "unpark"):
+        if verb == "doctor" and "error" not in reply:
+            return reply  # doctor exits 1 when it found problems (a full disk is one)
+        assert code_of(reply) in ("store-error", "fs-error", "invalid-manifest", "hook-failed", "editor-failed"), \
+            (verb, reply)
+        code = code_of(reply)
+        if code in ("store-error", "fs-error") and verb in ("apply", "rollback", "park", "unpark", "edit"):
             reached = reply["error"].get("details", {}).get("reached_kubelet")
             assert reached in (True, False), (verb, reply)
             if reached:
@@ -113,16 +120,18 @@ def test_every_verb_at_every_fill_level_gives_a_clean_error_and_loses_nothing(
             ("validate", str(root / MDIR)),
             ("apply", str(new)), ("rollback", "kube-scheduler"),
             ("park", "kube-controller-manager"), ("unpark", "kube-controller-manager"),
-            ("recover",),
+            ("recover",), ("edit", "kube-apiserver"), ("doctor",),
         ]
         for verb in verbs:
-            res = run_ctl(root, *verb, "--json", "--lock-timeout", "5")
+            # edit: a non-interactive "editor" that appends one line to the copy it is given
+            res = run_ctl(root, *verb, "--json", "--lock-timeout", "5",
+                          EDITOR=f"sh -c 'echo \"# edit at level {level}\" >> \"$1\"' edit")
             reply = _check_reply(res, verb[0])
             counts["runs"] += 1
             if res.returncode == 0:
                 counts["ok"] += 1
             else:
-                code = (reply.get("error") or {}).get("code", "other")
+                code = code_of(reply) or f"{verb[0]}-exit-{res.returncode}"  # doctor: problems found
                 counts[code] = counts.get(code, 0) + 1
                 if (reply.get("error") or {}).get("details", {}).get("reached_kubelet"):
                     counts["reached_kubelet_unrecorded"] += 1

@@ -156,3 +156,34 @@ def test_unpark_refuses_a_parked_copy_edited_after_it_was_validated(tmp_path: Pa
     assert not live.exists()
     assert parked.read_bytes() == edited
     assert sha(edited) in recorded_digests(root, "web")
+
+
+def test_a_write_in_the_instant_between_the_check_and_the_swap_stays_in_history(tmp_path: Path) -> None:
+    """The last window, between the final digest check and the rename, is microseconds wide;
+    ``STATICPODD_TEST_PAUSEPOINT=swap:checked:1.5`` widens it to 1.5 s so a hand append lands in
+    it every time. With RENAME_EXCHANGE the replaced inode is read after the swap: the append is
+    recorded as its own version (actor external) before the apply's, and the apply warns."""
+    root = _root(tmp_path)
+    live = root / "etc/kubernetes/manifests/web.yaml"
+    live.write_text(small_pod("web"))
+    assert run_ctl(root, "recover").returncode == 0
+    new = tmp_path / "web.yaml"
+    new.write_text(small_pod("web", image="nginx:1.28"))
+    proc = subprocess.Popen(ctl_cmd(root, "apply", str(new), "--json"),
+                            env=ctl_env(STATICPODD_TEST_PAUSEPOINT="swap:checked:1.5"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    staging = root / "etc/kubernetes/manifests/.staticpodd/staging"
+    deadline = time.monotonic() + 30
+    while not (staging.is_dir() and any(staging.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the staging file exists: the check and the pause come next
+    time.sleep(0.4)
+    _append(live, b"# in the instant of the swap\n")
+    late = live.read_bytes()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, (out, err)
+    reply = json.loads(out.strip().splitlines()[-1])
+    assert [w["code"] for w in reply["warnings"]] == ["changed-meanwhile"]
+    assert live.read_bytes() == new.read_bytes()
+    versions = recorded(root, "web")
+    assert [v[2] for v in versions[-2:]] == ["external", "apply"]
+    assert versions[-2][4] == late

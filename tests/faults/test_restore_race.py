@@ -63,3 +63,32 @@ def test_120_invalid_then_valid_pairs_never_revert_the_valid_write(tmp_path: Pat
         if d.proc.poll() is None:
             d.stop()
         notify.close()
+
+
+def test_an_invalid_write_replaced_by_another_invalid_one_is_still_restored(tmp_path: Path) -> None:
+    """The other side of the same check: when the write that landed after the judgement is
+    invalid too, the restore skipped for it must not be forgotten: the next pass judges the new
+    bytes and restores. 20 invalid-then-invalid pairs at 0–400 ms: every time the live file ends
+    good, and both invalid writes are in history when they stayed long enough to be read."""
+    root = make_root(tmp_path, "on_invalid: restore\ndebounce: 0.2\n")
+    live = root / "etc/kubernetes/manifests/kube-scheduler.yaml"
+    good = live.read_bytes()
+    notify = NotifySocket()
+    d = Daemon(root, notify)
+    try:
+        d.wait_ready()
+        rng = random.Random(113)
+        for i in range(20):
+            first = b"kind: Pod\nmetadata: {}\n# first broken write %d\n" % i
+            second = b"kind: Pod\nmetadata: {}\n# second broken write %d\n" % i
+            live.write_bytes(first)
+            time.sleep(rng.uniform(0.0, 0.4))
+            live.write_bytes(second)
+            wait_until(lambda: live.read_bytes() == good, timeout=20, what=f"pair {i}: the last good version back")
+            wait_until(lambda s=second: sha(s) in {sha(r[4]) for r in recorded(root, "kube-scheduler")}, timeout=5,
+                       what=f"pair {i}: the second invalid write recorded")
+        assert d.proc.poll() is None and "Traceback" not in d.stderr, d.stderr
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        notify.close()
