@@ -6,6 +6,8 @@ Schema 3 (from 2, the first release):
   compressed. Each one is decoded again and checked against its digest before the row is
   replaced, so an upgrade can never change a byte anyone recorded; a blob that already does not
   match its digest (a damaged store) is left raw, untouched.
+- ``blobs`` becomes a ``WITHOUT ROWID`` table keyed by the digest (the rowid table kept a second
+  index holding every digest again).
 - ``versions_by_component`` is dropped: it indexed ``(component, seq)``, exactly the key of the
   ``UNIQUE (component, seq)`` constraint, whose own index serves every query it served.
 - ``components`` lists every component that has versions (kept by ``record`` and ``prune``), so
@@ -55,6 +57,18 @@ def to_v3(db: sqlite3.Connection) -> int:
                 raise ValueError(f"blob {digest[:12]} does not round-trip through {codec}")
             db.execute("UPDATE blobs SET codec = ?, data = ? WHERE digest = ?", (codec, packed, digest))
             rewritten += 1
+    sql = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'blobs'").fetchone()[0]
+    if "WITHOUT ROWID" not in sql.upper():
+        # keyed by the digest alone: the rowid table's extra index repeated every digest
+        db.execute("CREATE TABLE blobs_v3 (digest TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL, "
+                   "codec TEXT NOT NULL DEFAULT 'raw') WITHOUT ROWID")
+        db.execute("INSERT INTO blobs_v3(digest, size, data, codec) SELECT digest, size, data, codec FROM blobs")
+        (n_old,) = db.execute("SELECT COUNT(*) FROM blobs").fetchone()
+        (n_new,) = db.execute("SELECT COUNT(*) FROM blobs_v3").fetchone()
+        if n_old != n_new:
+            raise ValueError(f"copying the blobs kept {n_new} of {n_old}")
+        db.execute("DROP TABLE blobs")
+        db.execute("ALTER TABLE blobs_v3 RENAME TO blobs")
     db.execute("DROP INDEX IF EXISTS versions_by_component")
     db.execute("CREATE TABLE IF NOT EXISTS components (component TEXT PRIMARY KEY) WITHOUT ROWID")
     db.execute("INSERT OR IGNORE INTO components(component) SELECT DISTINCT component FROM versions")

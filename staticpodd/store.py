@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS blobs (
     size INTEGER NOT NULL,
     data BLOB NOT NULL,
     codec TEXT NOT NULL DEFAULT 'raw'
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS versions (
     id INTEGER PRIMARY KEY,
     component TEXT NOT NULL,
@@ -340,6 +340,9 @@ class VersionStore:
         if row is None or int(row[0]) < SCHEMA_VERSION:
             from . import migrations
 
+            # the upgrade rebuilds blobs (WITHOUT ROWID): foreign keys are checked again after it,
+            # and the PRAGMA is a no-op inside a transaction
+            self._db.execute("PRAGMA foreign_keys=OFF")
             with self.transaction():
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
@@ -352,6 +355,7 @@ class VersionStore:
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
+            self._db.execute("PRAGMA foreign_keys=ON")
             if rewritten:
                 migrations.vacuum_after(self._db)
 

@@ -66,7 +66,10 @@ def test_opening_a_schema_2_store_upgrades_it_keeping_every_byte_and_record(old_
         assert codecs == {blobcodec.ZD1}
         # the duplicate index of (component, seq) is gone; the UNIQUE constraint's own one serves
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-        assert "versions_by_component" not in names
+        assert "versions_by_component" not in names and "sqlite_autoindex_blobs_1" not in names
+        assert "WITHOUT ROWID" in db.execute("SELECT sql FROM sqlite_master WHERE name='blobs'").fetchone()[0]
+        assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
         plan = " ".join(r[3] for r in db.execute(
             "EXPLAIN QUERY PLAN SELECT seq FROM versions WHERE component='etcd' ORDER BY seq DESC LIMIT 1"))
         assert "sqlite_autoindex_versions" in plan
