@@ -106,12 +106,13 @@ def _seconds(text: str) -> float:
     return value
 
 
-def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None, *, only: bool = False) -> argparse.ArgumentParser:
     """The staticpodctl argument parser (also used to generate the man page and completion).
 
     ``verb``: when main() already knows which verb runs, only that verb's parser pulls in the
     modules behind its options (the validator, the --wait prover); the others stay placeholders
-    good for ``--help``. None builds everything.
+    good for ``--help``. None builds everything. ``only``: build no other verb's sub-parser at all
+    (main() passes it when ``verb`` is certainly the command: the first positional word).
     """
     full = verb is None
     parser = _Parser(
@@ -127,6 +128,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
 
     def verb_(name: str, help_: str, **kw: Any) -> argparse.ArgumentParser:
+        if only and name != verb:
+            return argparse.ArgumentParser(add_help=False)  # not attached: parsing never reaches it
         p = sub.add_parser(name, help=help_, description=help_, **kw)
         _common(p, top=False)
         return p
@@ -1026,6 +1029,30 @@ def _report_error(out: Out, exc: StaticpodError) -> None:
         print(safe(f"  hint: {exc.hint}"), file=sys.stderr)
 
 
+#: Options of the top level that take a value (``--root DIR``): their value is not the verb.
+_VALUE_OPTIONS = ("--root", "--manifest-dir", "--config", "--lock-timeout")
+
+
+def _first_word(argv: list[str]) -> str | None:
+    """The first positional word of ``argv`` (what argparse takes as the verb), or None when an
+    option it cannot place comes first (then every sub-parser is built, for argparse's own error)."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if not a.startswith("-") or a == "-":
+            return a
+        if a in _VALUE_OPTIONS:
+            i += 2
+            continue
+        if a.split("=", 1)[0] in _VALUE_OPTIONS or a == "--json":
+            i += 1
+            continue
+        return None  # -h, --version, a typo: build everything
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -1035,7 +1062,7 @@ def main(argv: list[str] | None = None) -> int:
     _Parser.verb = chosen
     # any spelling of it (even a wrong one) means the caller reads 2 as "changed": fail with 1
     _Parser.detailed = any(a.startswith("--detailed") for a in argv)
-    parser = build_parser(chosen or "")
+    parser = build_parser(chosen or "", only=chosen is not None and _first_word(argv) == chosen)
     args = parser.parse_args(argv)
     if _Parser.json_mode:
         args.json = True
