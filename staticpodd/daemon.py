@@ -1368,8 +1368,31 @@ class Daemon:
         self._metrics_snapshot = snap
         self.runtime_problems.pop("metrics", None)
 
-    def _refresh_summary(self) -> None:
+    def _status_memo(self) -> Any:
+        """``engine.status()``, recomputed only when something it reads may have changed: the
+        manifest and parked directories' listings and stats (:mod:`staticpodd.dirprint`), the
+        store (our own commits: ``total_changes``; anyone else's: ``PRAGMA data_version``), and
+        the liveness of the processes behind recorded intents. An idle rescan of a large node
+        then reads no file a second time (issue 14)."""
+        from .dirprint import fingerprint
+        from .engine import pid_alive
+
+        store = self.engine.store
+        try:
+            key: Any = (fingerprint(self.layout.manifest_dir, {}), fingerprint(self.layout.parked_dir, {}),
+                        store._db.total_changes, store._db.execute("PRAGMA data_version").fetchone()[0],
+                        tuple((i.id, pid_alive(i.pid)) for i in store.intents()), sorted(self.engine.untrackable))
+        except Exception:  # noqa: BLE001 - a key we cannot build just means: compute it
+            key = None
+        cached = getattr(self, "_status_cache", None)
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
         status = self.engine.status()
+        self._status_cache = (key, status) if key is not None else None
+        return status
+
+    def _refresh_summary(self) -> None:
+        status = self._status_memo()
         data = status.to_dict() if hasattr(status, "to_dict") else dict(status)
         self._write_metrics(data)
         comps = data.get("components") or []
