@@ -265,6 +265,13 @@ class Engine:
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
         self._listing: list[str] | None = None  # the directory's names during one scan
+        #: key (``live/<file>``) -> stat signature when its bytes were last read and recorded. None
+        #: (the default, every CLI verb): each scan reads every file. The long-lived daemon sets
+        #: ``{}``: then a FULL scan skips a file whose size, mtime, ctime, inode, mode and owner
+        #: are unchanged and whose ctime is over 2 s old (a write in the same timestamp tick as
+        #: the last read would otherwise look unchanged: git's "racy" rule). Hinted scans of
+        #: named files always read them.
+        self.stat_cache: dict[str, tuple[int, ...]] | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -649,6 +656,10 @@ class Engine:
                 return self._scan(names, validate=validate, log=log)
             with self.store.transaction():
                 return self._scan(names, validate=validate, log=log)
+        except BaseException:
+            if self.stat_cache is not None:
+                self.stat_cache.clear()  # nothing of this scan was recorded: read everything next time
+            raise
         finally:
             self._listing = None
 
@@ -677,12 +688,24 @@ class Engine:
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
             if wanted is not None and fn not in wanted:
                 continue
+            sig = None
+            if self.stat_cache is not None and wanted is None and key in observed:
+                sig = _stat_sig(self._path(loc, fn))
+                if sig is not None and self.stat_cache.get(key) == sig and time.time_ns() - sig[-1] > _RACY_NS:
+                    continue  # same stat as when last read, and not in the racy window: unchanged
             if self._too_large(key, loc, fn, observed, changes):
                 continue
             try:
                 actual[key] = self._state_at(loc, fn)
             except FsError:
                 actual[key] = None
+            if self.stat_cache is not None:
+                if sig is None:
+                    sig = _stat_sig(self._path(loc, fn))
+                if sig is not None and actual[key] is not None:
+                    self.stat_cache[key] = sig
+                else:
+                    self.stat_cache.pop(key, None)
         for key, st in actual.items():
             loc, fn = keys[key]
             obs = observed.get(key)
@@ -1885,6 +1908,18 @@ class Engine:
             # intents whose process is gone: a live pid is an operation still under way
             "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }
+
+
+_RACY_NS = 2_000_000_000
+
+
+def _stat_sig(path: Path) -> tuple[int, ...] | None:
+    """``(size, mtime_ns, ino, dev, mode, uid, gid, ctime_ns)`` of what ``path`` points to, or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
 
 
 def _regular_files(directory: Path) -> set[str]:
