@@ -265,6 +265,7 @@ class Engine:
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
         self._listing: list[str] | None = None  # the directory's names during one scan
+        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
         #: key (``live/<file>``) -> stat signature when its bytes were last read and recorded. None
         #: (the default, every CLI verb): each scan reads every file. The long-lived daemon sets
         #: ``{}``: then a FULL scan skips a file whose size, mtime, ctime, inode, mode and owner
@@ -395,8 +396,14 @@ class Engine:
                 return stem if head.file_name == file_name else file_name
         pool = getattr(self, "_listing", None)
         if pool is None:
-            pool = self.live_names() + self.parked_names()
-        siblings = sorted({n for n in pool if component_of(n) == stem})
+            siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+        else:  # during a scan: one stem index for the whole listing (linear, not per file)
+            if self._by_stem is None or self._by_stem[0] is not pool:
+                index: dict[str, set[str]] = {}
+                for n in pool:
+                    index.setdefault(component_of(n), set()).add(n)
+                self._by_stem = (pool, index)
+            siblings = sorted(self._by_stem[1].get(stem, ()))
         return stem if not siblings or siblings[0] == file_name else file_name
 
     def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
