@@ -1571,7 +1571,7 @@ class Engine:
             fsops.crashpoint("park:renamed")
             pst = self._state_at("parked", fn)
             assert pst is not None
-            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.transaction():
+            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.after_intent():
                 version, rec = self._record_park(comp, fn, pst, payload)
                 self.store.end_intent(intent)
             self._log(
@@ -1663,7 +1663,7 @@ class Engine:
             st = self._state_at("live", fn)
             assert st is not None
             rec = self.store.park_of(comp)
-            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.transaction():
+            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.after_intent():
                 version = self._record_unpark(comp, fn, st, payload)
                 self.store.end_intent(intent)
             parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""

@@ -364,6 +364,28 @@ class VersionStore:
         self._db.close()
 
     @contextmanager
+    def after_intent(self) -> Iterator[sqlite3.Connection]:
+        """A transaction that records the result of an operation whose intent is already durable
+        (committed with ``synchronous=FULL`` before its rename): committed with
+        ``synchronous=NORMAL``, so it costs no fdatasync of its own; the WAL is synced at the next
+        FULL commit or checkpoint (the one on close follows at once). Should power fail first,
+        the intent is still there and :meth:`staticpodd.engine.Engine.recover` records the result
+        from it, as after any crash between rename and commit."""
+        if self._db.in_transaction or self.readonly:
+            with self.transaction() as db:
+                yield db
+            return
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            with self.transaction() as db:
+                yield db
+        finally:
+            try:
+                self._db.execute("PRAGMA synchronous=FULL")
+            except sqlite3.Error:
+                pass
+
+    @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error). Nested calls join the outer one."""
         if self._db.in_transaction:
@@ -694,7 +716,7 @@ def _guard(name: str, fn: Any) -> Any:
 _READS = {"head", "get", "history", "count", "data", "components", "knows_digest", "events", "park_of", "parks",
           "expired_parks", "intents", "identity", "fact", "verdict", "observed"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
-              and n not in ("transaction", "close")]:
+              and n not in ("transaction", "after_intent", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))
 
 
