@@ -173,9 +173,13 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
     verdicts, facts and identity). Journals one ``PRUNED`` entry per component. Caller holds the
     lock (``with engine.locked()``). Raises StoreError when the store cannot be written.
     """
-    plans = plan(engine, policy, now)
     store = engine.store
     db = store._db
+    if store.readonly:
+        plans = plan(engine, policy, now)
+    else:
+        with store.transaction():  # the verdicts plan caches: one commit, not one per component
+            plans = plan(engine, policy, now)
     doomed: set[str] = set()
     for cp in plans:
         for seq in cp.seqs:
