@@ -477,7 +477,6 @@ class Daemon:
         self._install_signals()
         try:
             self.engine = self._build_engine()
-            self.engine.stat_cache = {}  # full rescans skip files unchanged since read (Engine.stat_cache)
             self.watcher = Watcher(self.layout.manifest_dir, self.hints)
             self._heartbeat()
             self._check_watch(initial=True)
@@ -1467,7 +1466,6 @@ class Daemon:
                 except Exception:
                     pass
             self.engine = self._build_engine()
-            self.engine.stat_cache = {}  # full rescans skip files unchanged since read (Engine.stat_cache)
             if layout.manifest_dir != old_dir:
                 self._check_watch(initial=True)
             self.log(

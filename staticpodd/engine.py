@@ -266,13 +266,6 @@ class Engine:
         self.hook_warnings: list[OpWarning] = []
         self._listing: list[str] | None = None  # the directory's names during one scan
         self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
-        #: key (``live/<file>``) -> stat signature when its bytes were last read and recorded. None
-        #: (the default, every CLI verb): each scan reads every file. The long-lived daemon sets
-        #: ``{}``: then a FULL scan skips a file whose size, mtime, ctime, inode, mode and owner
-        #: are unchanged and whose ctime is over 2 s old (a write in the same timestamp tick as
-        #: the last read would otherwise look unchanged: git's "racy" rule). Hinted scans of
-        #: named files always read them.
-        self.stat_cache: dict[str, tuple[int, ...]] | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -587,9 +580,22 @@ class Engine:
         kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
         names across files")."""
         out = []
+        known: dict[str, Observed] = {}
+        sigs: dict[str, str] = {}
+        if self.layout.db_path.exists():
+            known, sigs = self.store.observed(), self.store.sigs()
         for other in self.live_names():
             if other == besides:
                 continue
+            key = f"live/{other}"
+            obs, sig = known.get(key), sigs.get(key)
+            if obs is not None and sig is not None and (now := _stat_sig(self._path("live", other))) is not None \
+                    and _sig_text(now) == sig:
+                cached = self.store.identity(obs.digest)  # unchanged since read: its recorded bytes
+                if cached is not None:
+                    if (cached if cached[0] is not None else None) == ident:
+                        out.append(other)
+                    continue
             st = self._state_at("live", other)
             if st is not None and self.pod_identity(st.data) == ident:
                 out.append(other)
@@ -663,10 +669,6 @@ class Engine:
                 return self._scan(names, validate=validate, log=log)
             with self.store.transaction():
                 return self._scan(names, validate=validate, log=log)
-        except BaseException:
-            if self.stat_cache is not None:
-                self.stat_cache.clear()  # nothing of this scan was recorded: read everything next time
-            raise
         finally:
             self._listing = None
 
@@ -683,6 +685,10 @@ class Engine:
                       file_name=printable_name(Path(odd).name), kind="name-not-utf8")
         wanted = None if names is None else set(names)
         keys: dict[str, tuple[str, str]] = {}
+        # stat signatures of the files whose bytes were read and recorded (a full scan reads no
+        # unchanged file: _stat_sig); the ones this scan reads are stored at its end
+        sigs = store.sigs() if wanted_all(names) else {}
+        read_sigs: list[tuple[str, str, str]] = []
         for loc, pool in (("live", live), ("parked", parked)):
             for fn in pool:
                 keys[f"{loc}/{fn}"] = (loc, fn)
@@ -695,24 +701,20 @@ class Engine:
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
             if wanted is not None and fn not in wanted:
                 continue
-            sig = None
-            if self.stat_cache is not None and wanted is None and key in observed:
-                sig = _stat_sig(self._path(loc, fn))
-                if sig is not None and self.stat_cache.get(key) == sig and time.time_ns() - sig[-1] > _RACY_NS:
-                    continue  # same stat as when last read, and not in the racy window: unchanged
+            sig = _stat_sig(self._path(loc, fn)) if key in observed else None  # taken before any read
+            if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
+                continue  # same stat as when its bytes were last read and recorded: unchanged
             if self._too_large(key, loc, fn, observed, changes):
                 continue
+            if sig is None:
+                sig = _stat_sig(self._path(loc, fn))
             try:
                 actual[key] = self._state_at(loc, fn)
             except FsError:
                 actual[key] = None
-            if self.stat_cache is not None:
-                if sig is None:
-                    sig = _stat_sig(self._path(loc, fn))
-                if sig is not None and actual[key] is not None:
-                    self.stat_cache[key] = sig
-                else:
-                    self.stat_cache.pop(key, None)
+            st_read = actual[key]
+            if sig is not None and st_read is not None and time.time_ns() - sig[-1] > _RACY_NS:
+                read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
         for key, st in actual.items():
             loc, fn = keys[key]
             obs = observed.get(key)
@@ -798,7 +800,12 @@ class Engine:
                         Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
                         component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
                     )
+        self._store_sigs(read_sigs)
         return changes
+
+    def _store_sigs(self, read_sigs: list[tuple[str, str, str]]) -> None:
+        if read_sigs and not self.store.readonly:
+            self.store.set_sigs(read_sigs)
 
     def _scan_before_change(self, file_name: str) -> list[Change]:
         """Record drift before a change, of the whole directory (live files and parked copies):
@@ -1917,7 +1924,18 @@ class Engine:
         }
 
 
+#: A file whose ctime was less than this before its bytes were read gets no stored signature: a
+#: write in the same timestamp tick as the read would leave the stat unchanged (git's "racy" rule).
 _RACY_NS = 2_000_000_000
+
+
+def wanted_all(names: Iterable[str] | None) -> bool:
+    """Whether a scan of ``names`` is a full one (None: every path)."""
+    return names is None
+
+
+def _sig_text(sig: tuple[int, ...]) -> str:
+    return ",".join(map(str, sig))
 
 
 def _stat_sig(path: Path) -> tuple[int, ...] | None:

@@ -10,6 +10,8 @@ Schema 3 (from 2, the first release):
   index holding every digest again).
 - ``versions_by_component`` is dropped: it indexed ``(component, seq)``, exactly the key of the
   ``UNIQUE (component, seq)`` constraint, whose own index serves every query it served.
+- ``observed`` gains ``sig``: the stat signature the observed bytes were read with, so a full
+  scan reads no file whose stat is unchanged (:meth:`staticpodd.engine.Engine.scan`).
 - ``components`` lists every component that has versions (kept by ``record`` and ``prune``), so
   ``park``/``status`` need not ``SELECT DISTINCT`` over every version.
 
@@ -69,6 +71,8 @@ def to_v3(db: sqlite3.Connection) -> int:
             raise ValueError(f"copying the blobs kept {n_new} of {n_old}")
         db.execute("DROP TABLE blobs")
         db.execute("ALTER TABLE blobs_v3 RENAME TO blobs")
+    if "sig" not in columns(db, "observed"):
+        db.execute("ALTER TABLE observed ADD COLUMN sig TEXT")
     db.execute("DROP INDEX IF EXISTS versions_by_component")
     db.execute("CREATE TABLE IF NOT EXISTS components (component TEXT PRIMARY KEY) WITHOUT ROWID")
     db.execute("INSERT OR IGNORE INTO components(component) SELECT DISTINCT component FROM versions")

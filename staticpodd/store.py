@@ -121,7 +121,8 @@ CREATE TABLE IF NOT EXISTS observed (
     mode INTEGER,
     uid INTEGER,
     gid INTEGER,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    sig TEXT
 );
 CREATE TABLE IF NOT EXISTS identities (
     digest TEXT PRIMARY KEY,
@@ -694,6 +695,20 @@ class VersionStore:
                  time.time()),
             )
 
+    def sigs(self) -> dict[str, str]:
+        """Stat signature (``staticpodd.engine._stat_sig`` as text) of each path whose observed
+        bytes were read with that stat: a full scan need not read such a file again while its
+        stat is unchanged. Writing a path's observed state (:meth:`set_observed`) clears it."""
+        if self._old_schema:
+            return {}
+        return {r[0]: r[1] for r in self._db.execute("SELECT key, sig FROM observed WHERE sig IS NOT NULL")}
+
+    def set_sigs(self, items: list[tuple[str, str, str]]) -> None:
+        """``(sig, key, digest)``: remember ``sig`` for ``key`` when its observed digest is still
+        ``digest`` (the bytes read with that stat)."""
+        with self.transaction() as db:
+            db.executemany("UPDATE observed SET sig = ? WHERE key = ? AND digest = ?", items)
+
     def clear_observed(self, key: str) -> None:
         """Forget the path ``key`` (nothing is there any more)."""
         with self.transaction() as db:
@@ -713,7 +728,7 @@ def _guard(name: str, fn: Any) -> Any:
     return wrapper
 
 
-_READS = {"head", "get", "history", "count", "data", "components", "knows_digest", "events", "park_of", "parks",
+_READS = {"head", "get", "history", "count", "sigs", "data", "components", "knows_digest", "events", "park_of", "parks",
           "expired_parks", "intents", "identity", "fact", "verdict", "observed"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
               and n not in ("transaction", "after_intent", "close")]:

@@ -1,6 +1,7 @@
-"""Engine.stat_cache (the daemon's, issue 14): a full rescan reads only files whose stat changed
-since they were last read and recorded; anything else (new bytes even with the old size and
-mtime put back, a chmod, a file in the racy 2 s window, a scan that failed) is read again."""
+"""Stored stat signatures (observed.sig, issue 14): a full scan (the daemon's rescan, every verb's
+pre-change scan) reads only files whose stat changed since their bytes were last read and
+recorded; anything else (new bytes even with the old size and mtime put back, a chmod, a file
+whose ctime was under 2 s old when it was read, a scan that failed) is read again."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ def eng(sandbox):
         old = time.time() - 60
         os.utime(sandbox.manifests / f"p{i:02d}.yaml", (old, old))
     e = Engine(Layout.build(sandbox.root), actor=Actor("t", 0), journal=Journal("staticpodd", str(sandbox.root)))
-    e.stat_cache = {}
     with e.locked():
         e.scan(log=False)
     yield e
@@ -88,10 +88,40 @@ def test_a_file_written_within_the_racy_window_is_read_again(eng, sandbox, monke
     assert "p05.yaml" in seen
 
 
-def test_a_failed_scan_forgets_every_signature(eng, sandbox, monkeypatch) -> None:
-    assert eng.stat_cache
-    monkeypatch.setattr(eng, "_log", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+def test_a_failed_scan_stores_no_signature(eng, sandbox, monkeypatch) -> None:
+    _wait_out_racy_window(sandbox)
+    with eng.locked():
+        eng.scan(log=False)
+    before = eng.store.sigs()
+    assert len(before) == 20
     sandbox.write("p06.yaml", small_pod("p06", image="nginx:1.30"))
+    old = time.time() - 60
+    os.utime(sandbox.manifests / "p06.yaml", (old, old))
+    time.sleep(2.1)
+    monkeypatch.setattr(eng, "_log", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with eng.locked(), pytest.raises(RuntimeError):
         eng.scan()
-    assert eng.stat_cache == {}
+    assert eng.store.sigs() == before  # rolled back with the rest of the scan
+    monkeypatch.undo()
+    seen = _reads(monkeypatch)
+    with eng.locked():
+        changes = eng.scan(log=False)
+    assert "p06.yaml" in seen and [c.file_name for c in changes] == ["p06.yaml"]
+
+
+def test_a_verb_on_an_unchanged_node_reads_only_the_file_it_changes(eng, sandbox, monkeypatch) -> None:
+    _wait_out_racy_window(sandbox)
+    with eng.locked():
+        eng.scan(log=False)
+        eng.park("p08")  # the first verb caches every live file's pod identity by digest
+        eng.unpark("p08")
+    _wait_out_racy_window(sandbox)
+    with eng.locked():
+        eng.scan(log=False)
+    seen = _reads(monkeypatch)
+    fresh = Engine(Layout.build(sandbox.root), actor=Actor("t", 0), journal=Journal("staticpodd", str(sandbox.root)))
+    with fresh.locked():
+        fresh.park("p07")
+    fresh.close()
+    assert set(seen) <= {"p07.yaml"}, seen
+    assert (sandbox.parked / "p07.yaml").exists()
