@@ -89,7 +89,7 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 VERBS = ("status", "park", "unpark", "apply", "edit", "history", "show", "diff", "rollback", "recover",
-         "validate", "doctor")
+         "validate", "doctor", "prune")
 
 
 def _seconds(text: str) -> float:
@@ -105,12 +105,13 @@ def _seconds(text: str) -> float:
     return value
 
 
-def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None, *, only: bool = False) -> argparse.ArgumentParser:
     """The staticpodctl argument parser (also used to generate the man page and completion).
 
     ``verb``: when main() already knows which verb runs, only that verb's parser pulls in the
     modules behind its options (the validator, the --wait prover); the others stay placeholders
-    good for ``--help``. None builds everything.
+    good for ``--help``. None builds everything. ``only``: build no other verb's sub-parser at all
+    (main() passes it when ``verb`` is certainly the command: the first positional word).
     """
     full = verb is None
     parser = _Parser(
@@ -126,6 +127,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
 
     def verb_(name: str, help_: str, **kw: Any) -> argparse.ArgumentParser:
+        if only and name != verb:
+            return argparse.ArgumentParser(add_help=False)  # not attached: parsing never reaches it
         p = sub.add_parser(name, help=help_, description=help_, **kw)
         _common(p, top=False)
         return p
@@ -181,7 +184,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
     p = verb_("history", "list the recorded versions of a component")
     p.add_argument("component")
-    p.add_argument("-n", "--limit", type=int, help="only the newest N versions")
+    p.add_argument("-n", "--limit", type=int,
+                   help=f"only the newest N versions (default {HISTORY_DEFAULT}; 0 or --all: every version)")
+    p.add_argument("--all", action="store_true", help="every recorded version, however many")
     p.set_defaults(handler=cmd_history)
 
     p = verb_("show", "print a version's bytes (COMPONENT@N), or the current file (COMPONENT)")
@@ -220,6 +225,14 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
     p = verb_("doctor", "check the whole directory as the kubelet reads it, the store and the daemon")
     p.set_defaults(handler=cmd_doctor)
+
+    p = verb_("prune", "delete old versions under the retention policy (never the current, parked or last valid one)")
+    p.add_argument("--dry-run", action="store_true", help="change nothing; say what would be pruned")
+    p.add_argument("--keep", type=int, metavar="N",
+                   help="keep the newest N versions of each component (default: retention.keep_versions)")
+    p.add_argument("--keep-for", metavar="DURATION",
+                   help="keep every version younger than DURATION (30d, 12h; default: retention.keep_for)")
+    p.set_defaults(handler=cmd_prune)
     return parser
 
 
@@ -788,9 +801,19 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
         return rc
 
 
+#: Versions ``history`` shows by default (newest first cut): its cost must not grow with the store.
+HISTORY_DEFAULT = 100
+
+
 def cmd_history(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
-    comp, versions = eng.history(args.component, limit=args.limit)
+    limit = None if args.all or args.limit == 0 else (HISTORY_DEFAULT if args.limit is None else args.limit)
+    if limit is not None and limit < 0:
+        raise UsageError(f"-n {args.limit}: give a number of versions >= 0 (0: all)")
+    comp, versions = eng.history(args.component, limit=limit)
+    total = len(versions)
+    if limit is not None and len(versions) >= limit and eng.layout.db_path.exists():
+        total = eng.store.count(comp)
     note_names([comp, *{v.file_name for v in versions}])
     current = None
     try:
@@ -812,7 +835,12 @@ def cmd_history(args: argparse.Namespace, out: Out) -> int:
             out.say(f"{mark} {v.seq:>4}  {when:<20} {v.action:<9} {actor:<18} {v.digest[:12]:<12}  {v.reason or ''}")
         if current is not None and versions[-1].digest != current:
             out.say(f"  the current file ({current[:12]}) differs from the newest version: drift, not recorded yet")
-    out.finish(True, component=comp, current_digest=current, versions=[v.to_dict() for v in versions])
+        if total > len(versions):
+            out.say(f"  ({total - len(versions)} older version(s) not shown: staticpodctl history {shell_word(comp)} "
+                    "--all, or -n N)")
+    if out.json:
+        out.finish(True, component=comp, current_digest=current, total_versions=total,
+                   truncated=total > len(versions), versions=[v.to_dict() for v in versions])
     return EXIT_OK
 
 
@@ -857,6 +885,40 @@ def cmd_recover(args: argparse.Namespace, out: Out) -> int:
     for r in results:
         out.say(f"{r['op']} of {r['file_name']}: {r['outcome']}")
     out.finish(True, recovered=results)
+    return EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace, out: Out) -> int:
+    from .retention import policy_for, prune
+
+    eng = _engine(args)
+    keep_for = None
+    if args.keep_for is not None:
+        from .engine import parse_duration
+
+        keep_for = parse_duration(args.keep_for)
+    if args.keep is not None and args.keep < 1:
+        raise UsageError(f"--keep {args.keep}: keep at least 1 version", hint="the newest version is always kept")
+    from .config import load_config
+
+    # strictly: a prune deletes, so a broken configuration is an error here, never "defaults"
+    policy = policy_for(load_config(eng.layout, path=getattr(args, "config", None)), keep=args.keep,
+                        keep_for=keep_for)
+    if not policy.active:
+        out.say("no retention policy: nothing is pruned (set retention.keep_versions / retention.keep_for in "
+                "staticpodd.yaml, or pass --keep N / --keep-for DURATION)")
+        out.finish(True, dry_run=bool(args.dry_run), pruned_versions=0, deleted_blobs=0, freed_bytes=0,
+                   components=[])
+        return EXIT_OK
+    with eng.locked():
+        res = prune(eng, policy, time.time(), dry_run=args.dry_run)
+    verb = "would prune" if res.dry_run else "pruned"
+    for c in res.components:
+        what = "all versions (removed stray, leaves status)" if c.retired else ", ".join(map(str, c.seqs))
+        out.say(f"{c.component}: {verb} {len(c.seqs)} version(s): {what}; kept {c.kept}")
+    out.say(f"{verb} {res.versions} version(s); {res.blobs} blob(s), {res.bytes} bytes "
+            + ("would be freed" if res.dry_run else "freed"))
+    out.finish(True, **res.to_dict())
     return EXIT_OK
 
 
@@ -1067,6 +1129,30 @@ def _report_error(out: Out, exc: StaticpodError) -> None:
         print(safe(f"  hint: {exc.hint}"), file=sys.stderr)
 
 
+#: Options of the top level that take a value (``--root DIR``): their value is not the verb.
+_VALUE_OPTIONS = ("--root", "--manifest-dir", "--config", "--lock-timeout")
+
+
+def _first_word(argv: list[str]) -> str | None:
+    """The first positional word of ``argv`` (what argparse takes as the verb), or None when an
+    option it cannot place comes first (then every sub-parser is built, for argparse's own error)."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if not a.startswith("-") or a == "-":
+            return a
+        if a in _VALUE_OPTIONS:
+            i += 2
+            continue
+        if a.split("=", 1)[0] in _VALUE_OPTIONS or a == "--json":
+            i += 1
+            continue
+        return None  # -h, --version, a typo: build everything
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -1076,7 +1162,7 @@ def main(argv: list[str] | None = None) -> int:
     _Parser.verb = chosen
     # any spelling of it (even a wrong one) means the caller reads 2 as "changed": fail with 1
     _Parser.detailed = any(a.startswith("--detailed") for a in argv)
-    parser = build_parser(chosen or "")
+    parser = build_parser(chosen or "", only=chosen is not None and _first_word(argv) == chosen)
     args = parser.parse_args(argv)
     if _Parser.json_mode:
         args.json = True

@@ -117,6 +117,16 @@ class WaitConfig:
 
 
 @dataclass(frozen=True)
+class RetentionConfig:
+    """``retention:`` -- ``keep_versions`` newest per component, ``keep_for`` and ``interval`` in
+    seconds (see :mod:`staticpodd.retention`; both None: nothing is pruned)."""
+
+    keep_versions: int | None = None
+    keep_for: float | None = None
+    interval: float = 3600
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration, with the documented defaults (see the JSON Schema).
 
@@ -137,6 +147,7 @@ class Config:
     hooks: HooksConfig = field(default_factory=HooksConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     wait: WaitConfig = field(default_factory=WaitConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
     source: str | None = field(default=None, compare=False)
     digest: str | None = field(default=None, compare=False)
 
@@ -149,7 +160,7 @@ class Config:
     def from_dict(cls, data: dict[str, Any], *, source: str | None = None, digest: str | None = None) -> Config:
         """Build from an already schema-checked mapping; missing keys take their defaults."""
         kw: dict[str, Any] = {}
-        nested = {"hooks": HooksConfig, "metrics": MetricsConfig, "wait": WaitConfig}
+        nested = {"hooks": HooksConfig, "metrics": MetricsConfig, "wait": WaitConfig, "retention": RetentionConfig}
         for f in fields(cls):
             if f.name in ("source", "digest") or f.name not in data:
                 continue

@@ -650,6 +650,7 @@ class Daemon:
         wd_interval = self.notifier.watchdog_interval()
         next_ping = time.monotonic()
         next_rescan = time.monotonic() + self.config.rescan_interval
+        next_prune: float | None = time.monotonic()  # retention: the first prune right after READY, then every interval
         while True:
             now = time.monotonic()
             if wd_interval is not None and now >= next_ping:
@@ -680,11 +681,14 @@ class Daemon:
                 next_rescan = time.monotonic() + self.config.rescan_interval
             elif names or parks_due:
                 self._reconcile(names=sorted(names))
+            next_prune = self._prune_if_due(next_prune)
             self._publish_status()
             self._heartbeat()
             # sleep until the next thing to do
             now = time.monotonic()
             wake = [next_rescan, now + HEARTBEAT_INTERVAL]
+            if next_prune is not None:
+                wake.append(next_prune)
             if wd_interval is not None:
                 wake.append(next_ping)
             nd = self.hints.next_deadline()
@@ -818,6 +822,29 @@ class Daemon:
             "message": "the manifest directory is read-only for staticpodd: restores, quarantines and "
             "deadline unparks fail",
         }
+
+    def _prune_if_due(self, next_prune: float | None) -> float | None:
+        """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when
+        ``next_prune`` (monotonic) has come; returns the next due time (None: no policy). A
+        failure (lock timeout, full disk) is reported and retried at the next interval."""
+        from .retention import policy_for, prune
+
+        policy = policy_for(self.config)
+        if not policy.active:
+            return time.monotonic() + 60.0  # look again (a SIGHUP may set one)
+        if next_prune is not None and time.monotonic() < next_prune:
+            return next_prune
+        try:
+            with self.engine.locked():
+                res = prune(self.engine, policy, time.time())
+            self.runtime_problems.pop("prune", None)
+            if res.components:
+                self._refresh_summary()
+        except StaticpodError as exc:
+            self._say(f"prune failed: {exc}")
+            self.runtime_problems["prune"] = {"code": exc.code, "severity": "warning",
+                                              "path": str(self.layout.db_path), "message": exc.message}
+        return time.monotonic() + policy.interval
 
     # -- reconcile ------------------------------------------------------------------------------
     def _reconcile(self, *, full: bool = False, names: Iterable[str] = (), recover: bool = False) -> None:
@@ -1281,13 +1308,25 @@ class Daemon:
             return []
         if not self.layout.manifest_dir.is_dir():
             return []
+        from .dirprint import fingerprint
         from .engine import is_utf8_name
 
+        # An unchanged directory (same names, stats and recorded digests, same options) has the
+        # same findings: the periodic rescan then parses and validates nothing (issue 14).
+        options = self._validate_options()
+        digests = {o.file_name: o.digest for o in self.engine.store.observed().values() if o.location == "live"}
+        key = fingerprint(self.layout.manifest_dir, digests, repr(options))
+        cached = getattr(self, "_dir_findings_cache", None)
+        if key is not None and cached is not None and cached[0] == key:
+            return list(cached[1])
         # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
         # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
-        return [f for f in validate_directory(self.layout.manifest_dir, self._validate_options())
-                if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
+        found = [f for f in validate_directory(self.layout.manifest_dir, options)
+                 if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
+        if key is not None and key == fingerprint(self.layout.manifest_dir, digests, repr(options)):
+            self._dir_findings_cache = (key, found)  # nothing moved while we validated
+        return list(found)
 
     def _validate_options(self) -> Any:
         return validate_options(self.config)
@@ -1483,8 +1522,31 @@ class Daemon:
         self._metrics_snapshot = snap
         self.runtime_problems.pop("metrics", None)
 
-    def _refresh_summary(self) -> None:
+    def _status_memo(self) -> Any:
+        """``engine.status()``, recomputed only when something it reads may have changed: the
+        manifest and parked directories' listings and stats (:mod:`staticpodd.dirprint`), the
+        store (our own commits: ``total_changes``; anyone else's: ``PRAGMA data_version``), and
+        the liveness of the processes behind recorded intents. An idle rescan of a large node
+        then reads no file a second time (issue 14)."""
+        from .dirprint import fingerprint
+        from .engine import pid_alive
+
+        store = self.engine.store
+        try:
+            key: Any = (fingerprint(self.layout.manifest_dir, {}), fingerprint(self.layout.parked_dir, {}),
+                        store._db.total_changes, store._db.execute("PRAGMA data_version").fetchone()[0],
+                        tuple((i.id, pid_alive(i.pid)) for i in store.intents()), sorted(self.engine.untrackable))
+        except Exception:  # noqa: BLE001 - a key we cannot build just means: compute it
+            key = None
+        cached = getattr(self, "_status_cache", None)
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
         status = self.engine.status()
+        self._status_cache = (key, status) if key is not None else None
+        return status
+
+    def _refresh_summary(self) -> None:
+        status = self._status_memo()
         data = status.to_dict() if hasattr(status, "to_dict") else dict(status)
         self._write_metrics(data)
         comps = data.get("components") or []

@@ -264,6 +264,8 @@ class Engine:
         self._untrackable_logged: set[str] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
+        self._listing: list[str] | None = None  # the directory's names during one scan
+        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -358,16 +360,15 @@ class Engine:
     def live_names(self) -> list[str]:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
         kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist."""
-        out = []
-        for name in self._dir_names(self.layout.manifest_dir):
-            p = self.layout.manifest_dir / name
-            if p.is_file():
-                out.append(name)
-        return out
+        names = self._dir_names(self.layout.manifest_dir)
+        files = _regular_files(self.layout.manifest_dir)  # d_type from one scandir: no stat per file
+        return [n for n in names if n in files]
 
     def parked_names(self) -> list[str]:
         """File names of the parked copies."""
-        return [n for n in self._dir_names(self.layout.parked_dir) if (self.layout.parked_dir / n).is_file()]
+        names = self._dir_names(self.layout.parked_dir)
+        files = _regular_files(self.layout.parked_dir)
+        return [n for n in names if n in files]
 
     def component_for(self, file_name: str) -> str:
         """The component a file in the directory belongs to: its stem (``web`` for ``web.yaml``),
@@ -386,7 +387,16 @@ class Engine:
             head = self.store.head(stem)
             if head is not None:
                 return stem if head.file_name == file_name else file_name
-        siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+        pool = getattr(self, "_listing", None)
+        if pool is None:
+            siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+        else:  # during a scan: one stem index for the whole listing (linear, not per file)
+            if self._by_stem is None or self._by_stem[0] is not pool:
+                index: dict[str, set[str]] = {}
+                for n in pool:
+                    index.setdefault(component_of(n), set()).add(n)
+                self._by_stem = (pool, index)
+            siblings = sorted(self._by_stem[1].get(stem, ()))
         return stem if not siblings or siblings[0] == file_name else file_name
 
     def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
@@ -418,7 +428,9 @@ class Engine:
             if name in pool:
                 other = name in (parked if is_live else live)
                 return Target(self.component_for(name), name, True if is_live else other, other if is_live else True)
-        matches = sorted({n for n in live + parked if self.component_for(n) == name})
+        # component_for(n) is n itself or its stem: only those files can be this component (no
+        # store queries for every other file on the node)
+        matches = sorted({n for n in live + parked if component_of(n) == name and self.component_for(n) == name})
         if len(matches) > 1:
             raise Conflict(
                 f"component {name!r} matches several files: {', '.join(matches)}",
@@ -571,9 +583,22 @@ class Engine:
         kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
         names across files")."""
         out = []
+        known: dict[str, Observed] = {}
+        sigs: dict[str, str] = {}
+        if self.layout.db_path.exists():
+            known, sigs = self.store.observed(), self.store.sigs()
         for other in self.live_names():
             if other == besides:
                 continue
+            key = f"live/{other}"
+            obs, sig = known.get(key), sigs.get(key)
+            if obs is not None and sig is not None and (now := _stat_sig(self._path("live", other))) is not None \
+                    and _sig_text(now) == sig:
+                cached = self.store.identity(obs.digest)  # unchanged since read: its recorded bytes
+                if cached is not None:
+                    if (cached if cached[0] is not None else None) == ident:
+                        out.append(other)
+                    continue
             st = self._state_at("live", other)
             if st is not None and self.pod_identity(st.data) == ident:
                 out.append(other)
@@ -638,11 +663,24 @@ class Engine:
         new live bytes are run through the gate and the verdict is returned in each Change.
         ``log=False``: do not journal DRIFT_RECORDED (the daemon logs its own EXTERNAL_* entries).
         Caller must hold the lock (``with engine.locked()``). Returns the changes, in file order.
+        Everything one scan records is one transaction (one commit, however many files changed:
+        adopting a node's directory is linear), and the directory is listed once per scan.
         """
+        self._listing = None
+        try:
+            if self.store.readonly:
+                return self._scan(names, validate=validate, log=log)
+            with self.store.transaction():
+                return self._scan(names, validate=validate, log=log)
+        finally:
+            self._listing = None
+
+    def _scan(self, names: Iterable[str] | None, *, validate: bool, log: bool) -> list[Change]:
         store = self.store
         observed = store.observed()
         live = self.live_names()
         parked = self.parked_names()
+        self._listing = live + parked  # component_for's siblings, for the rest of this scan
         for odd in sorted(self.untrackable - self._untrackable_logged):
             self._untrackable_logged.add(odd)
             self._log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
@@ -650,6 +688,10 @@ class Engine:
                       file_name=printable_name(Path(odd).name), kind="name-not-utf8")
         wanted = None if names is None else set(names)
         keys: dict[str, tuple[str, str]] = {}
+        # stat signatures of the files whose bytes were read and recorded (a full scan reads no
+        # unchanged file: _stat_sig); the ones this scan reads are stored at its end
+        sigs = store.sigs() if wanted_all(names) else {}
+        read_sigs: list[tuple[str, str, str]] = []
         for loc, pool in (("live", live), ("parked", parked)):
             for fn in pool:
                 keys[f"{loc}/{fn}"] = (loc, fn)
@@ -662,16 +704,25 @@ class Engine:
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
             if wanted is not None and fn not in wanted:
                 continue
+            sig = _stat_sig(self._path(loc, fn)) if key in observed else None  # taken before any read
+            if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
+                continue  # same stat as when its bytes were last read and recorded: unchanged
             if self._too_large(key, loc, fn, observed, changes):
                 continue
+            if sig is None:
+                sig = _stat_sig(self._path(loc, fn))
             try:
                 actual[key] = self._state_at(loc, fn)
             except FsError:
                 actual[key] = None
+            st_read = actual[key]
+            if sig is not None and st_read is not None and time.time_ns() - sig[-1] > _RACY_NS:
+                read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
         for key, st in actual.items():
             loc, fn = keys[key]
-            comp = self.component_for(fn)
             obs = observed.get(key)
+            # a path seen before keeps the component it was recorded under (no store queries)
+            comp = obs.component if obs is not None else self.component_for(fn)
             other_loc = "parked" if loc == "live" else "live"
             other_key = f"{other_loc}/{fn}"
             if st is not None:
@@ -752,7 +803,12 @@ class Engine:
                         Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
                         component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
                     )
+        self._store_sigs(read_sigs)
         return changes
+
+    def _store_sigs(self, read_sigs: list[tuple[str, str, str]]) -> None:
+        if read_sigs and not self.store.readonly:
+            self.store.set_sigs(read_sigs)
 
     def _scan_before_change(self, file_name: str) -> list[Change]:
         """Record drift before a change, of the whole directory (live files and parked copies):
@@ -1525,7 +1581,7 @@ class Engine:
             fsops.crashpoint("park:renamed")
             pst = self._state_at("parked", fn)
             assert pst is not None
-            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.transaction():
+            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.after_intent():
                 version, rec = self._record_park(comp, fn, pst, payload)
                 self.store.end_intent(intent)
             self._log(
@@ -1617,7 +1673,7 @@ class Engine:
             st = self._state_at("live", fn)
             assert st is not None
             rec = self.store.park_of(comp)
-            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.transaction():
+            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.after_intent():
                 version = self._record_unpark(comp, fn, st, payload)
                 self.store.end_intent(intent)
             parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""
@@ -1869,6 +1925,46 @@ class Engine:
             # intents whose process is gone: a live pid is an operation still under way
             "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }
+
+
+#: A file whose ctime was less than this before its bytes were read gets no stored signature: a
+#: write in the same timestamp tick as the read would leave the stat unchanged (git's "racy" rule).
+_RACY_NS = 2_000_000_000
+
+
+def wanted_all(names: Iterable[str] | None) -> bool:
+    """Whether a scan of ``names`` is a full one (None: every path)."""
+    return names is None
+
+
+def _sig_text(sig: tuple[int, ...]) -> str:
+    return ",".join(map(str, sig))
+
+
+def _stat_sig(path: Path) -> tuple[int, ...] | None:
+    """``(size, mtime_ns, ino, dev, mode, uid, gid, ctime_ns)`` of what ``path`` points to, or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
+
+
+def _regular_files(directory: Path) -> set[str]:
+    """Names in ``directory`` that are files or links to files (``Path.is_file`` for each), from
+    one ``os.scandir``: the entry type comes with the listing, a stat is made only for links."""
+    out: set[str] = set()
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                try:
+                    if e.is_file():
+                        out.add(e.name)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return out
 
 
 def _is_tool_tempfile(file_name: str) -> bool:

@@ -2,7 +2,9 @@
 
 Tables (schema version :data:`SCHEMA_VERSION`):
 
-``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to.
+``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to,
+              compressed (``codec``, :mod:`staticpodd.blobcodec`; schema 3, :mod:`staticpodd.migrations`).
+``components`` every component with at least one version (no ``SELECT DISTINCT`` over versions).
 ``versions``  one row per recorded version: component, seq (1, 2, 3 … per component), file name,
               digest, size, mode/uid/gid, action, actor, reason, time, and where the bytes were
               (``live`` or ``parked``). Rows are never updated or deleted by normal operation.
@@ -34,15 +36,17 @@ import json
 import os
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import blobcodec
 from .errors import StoreError, UnknownVersion
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: compressed blobs, a components table (staticpodd.migrations)
 _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
 #: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
@@ -53,8 +57,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
-    data BLOB NOT NULL
-);
+    data BLOB NOT NULL,
+    codec TEXT NOT NULL DEFAULT 'raw'
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS versions (
     id INTEGER PRIMARY KEY,
     component TEXT NOT NULL,
@@ -116,7 +121,8 @@ CREATE TABLE IF NOT EXISTS observed (
     mode INTEGER,
     uid INTEGER,
     gid INTEGER,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    sig TEXT
 );
 CREATE TABLE IF NOT EXISTS identities (
     digest TEXT PRIMARY KEY,
@@ -129,7 +135,6 @@ CREATE TABLE IF NOT EXISTS facts (
     value TEXT NOT NULL,
     PRIMARY KEY (digest, kind)
 );
-CREATE INDEX IF NOT EXISTS versions_by_component ON versions (component, seq);
 CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
 """
 
@@ -160,7 +165,7 @@ class Version:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape used by ``--json`` (mode as an octal string, e.g. ``"0600"``)."""
-        d = asdict(self)
+        d = {f: getattr(self, f) for f in _VERSION_FIELDS}  # not asdict(): no deep copy per row
         d["mode"] = f"{self.mode:04o}" if self.mode is not None else None
         d["created_at"] = iso(self.created_at)
         d["version"] = self.seq  # the name every other verb's --json uses; "seq" stays for compatibility
@@ -211,6 +216,8 @@ def iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
+_VERSION_FIELDS = ("component", "seq", "file_name", "digest", "size", "mode", "uid", "gid", "action", "actor",
+                   "actor_via", "reason", "location", "created_at")
 _VERSION_COLS = (
     "component, seq, file_name, digest, size, mode, uid, gid, action, actor, actor_via, reason, "
     "location, created_at"
@@ -254,6 +261,7 @@ class VersionStore:
     def __init__(self, path: Path, *, readonly: bool | None = None) -> None:
         self.path = path
         self.readonly = bool(readonly)
+        self._old_schema = False  # a read-only schema-2 store: raw blobs, no components table
         #: why it could not be opened read-write (None: asked for read-only, or it was not)
         self._rw_error: BaseException | None = None
         try:
@@ -309,6 +317,7 @@ class VersionStore:
                 last = exc
                 continue
             self._db = db
+            self._old_schema = row is None or int(row[0]) < 3  # read as it is: no upgrade without writing
             if row is not None and int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(
                     f"the version store has schema {row[0]}, newer than this staticpodd understands "
@@ -330,17 +339,52 @@ class VersionStore:
                 hint="upgrade staticpodd; do not downgrade over a newer store",
             )
         if row is None or int(row[0]) < SCHEMA_VERSION:
+            from . import migrations
+
+            # the upgrade rebuilds blobs (WITHOUT ROWID): foreign keys are checked again after it,
+            # and the PRAGMA is a no-op inside a transaction
+            self._db.execute("PRAGMA foreign_keys=OFF")
             with self.transaction():
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         self._db.execute(stmt)
+                try:
+                    rewritten = migrations.to_v3(self._db)
+                except ValueError as exc:
+                    raise StoreError(f"cannot upgrade the version store: {exc}", path=str(self.path),
+                                     hint="nothing was changed; check the file with sqlite3") from exc
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
+            self._db.execute("PRAGMA foreign_keys=ON")
+            if rewritten:
+                migrations.vacuum_after(self._db)
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
         self._db.close()
+
+    @contextmanager
+    def after_intent(self) -> Iterator[sqlite3.Connection]:
+        """A transaction that records the result of an operation whose intent is already durable
+        (committed with ``synchronous=FULL`` before its rename): committed with
+        ``synchronous=NORMAL``, so it costs no fdatasync of its own; the WAL is synced at the next
+        FULL commit or checkpoint (the one on close follows at once). Should power fail first,
+        the intent is still there and :meth:`staticpodd.engine.Engine.recover` records the result
+        from it, as after any crash between rename and commit."""
+        if self._db.in_transaction or self.readonly:
+            with self.transaction() as db:
+                yield db
+            return
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            with self.transaction() as db:
+                yield db
+        finally:
+            try:
+                self._db.execute("PRAGMA synchronous=FULL")
+            except sqlite3.Error:
+                pass
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -405,9 +449,11 @@ class VersionStore:
         digest = digest_of(data)
         now = time.time() if created_at is None else created_at
         with self.transaction() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO blobs(digest, size, data) VALUES (?, ?, ?)", (digest, len(data), data)
-            )
+            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchone() is None:
+                codec, stored = blobcodec.encode(data)
+                db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)",
+                           (digest, len(data), stored, codec))
+            db.execute("INSERT OR IGNORE INTO components(component) VALUES (?)", (component,))
             (seq,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM versions WHERE component = ?", (component,)
             ).fetchone()
@@ -447,16 +493,32 @@ class VersionStore:
         ).fetchall()
         return [Version(*r) for r in reversed(rows)]
 
+    def count(self, component: str) -> int:
+        """How many versions of ``component`` are recorded."""
+        return int(self._db.execute("SELECT COUNT(*) FROM versions WHERE component = ?", (component,)).fetchone()[0])
+
     def data(self, digest: str) -> bytes:
         """The bytes stored under ``digest``. Raises StoreError when missing (a corrupt store)."""
-        row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest = ?" if self._old_schema else
+                               "SELECT codec, data FROM blobs WHERE digest = ?", (digest,)).fetchone()
         if row is None:
             raise StoreError(f"the version store has no bytes for digest {digest[:12]}", path=str(self.path))
-        return bytes(row[0])
+        try:
+            data = blobcodec.decode(row[0], row[1])
+        except (ValueError, zlib.error) as exc:
+            raise StoreError(f"the bytes of digest {digest[:12]} cannot be decoded: {exc}", path=str(self.path),
+                             hint="the store is damaged or was written by a newer staticpodd") from exc
+        if row[0] != blobcodec.RAW and digest_of(data) != digest:
+            raise StoreError(f"the bytes stored for digest {digest[:12]} do not match it", path=str(self.path),
+                             hint="the store is damaged; check the file with sqlite3")
+        return data
 
     def components(self) -> list[str]:
-        """Every component that has at least one version, sorted."""
-        return [r[0] for r in self._db.execute("SELECT DISTINCT component FROM versions ORDER BY component")]
+        """Every component that has at least one version, sorted (the ``components`` table: no
+        scan of every version)."""
+        if self._old_schema:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT component FROM versions ORDER BY component")]
+        return [r[0] for r in self._db.execute("SELECT component FROM components ORDER BY component")]
 
     def knows_digest(self, component: str, digest: str) -> bool:
         """True when some version of ``component`` has these bytes."""
@@ -633,6 +695,20 @@ class VersionStore:
                  time.time()),
             )
 
+    def sigs(self) -> dict[str, str]:
+        """Stat signature (``staticpodd.engine._stat_sig`` as text) of each path whose observed
+        bytes were read with that stat: a full scan need not read such a file again while its
+        stat is unchanged. Writing a path's observed state (:meth:`set_observed`) clears it."""
+        if self._old_schema:
+            return {}
+        return {r[0]: r[1] for r in self._db.execute("SELECT key, sig FROM observed WHERE sig IS NOT NULL")}
+
+    def set_sigs(self, items: list[tuple[str, str, str]]) -> None:
+        """``(sig, key, digest)``: remember ``sig`` for ``key`` when its observed digest is still
+        ``digest`` (the bytes read with that stat)."""
+        with self.transaction() as db:
+            db.executemany("UPDATE observed SET sig = ? WHERE key = ? AND digest = ?", items)
+
     def clear_observed(self, key: str) -> None:
         """Forget the path ``key`` (nothing is there any more)."""
         with self.transaction() as db:
@@ -652,10 +728,10 @@ def _guard(name: str, fn: Any) -> Any:
     return wrapper
 
 
-_READS = {"head", "get", "history", "data", "components", "knows_digest", "events", "park_of", "parks",
+_READS = {"head", "get", "history", "count", "sigs", "data", "components", "knows_digest", "events", "park_of", "parks",
           "expired_parks", "intents", "identity", "fact", "verdict", "observed"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
-              and n not in ("transaction", "close")]:
+              and n not in ("transaction", "after_intent", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))
 
 

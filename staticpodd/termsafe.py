@@ -8,6 +8,7 @@ that :func:`safe` escapes them wherever they appear in a message, whoever built 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 _CONTROL = {c: f"\\x{c:02x}" for c in range(32) if c not in (9, 10)}
@@ -21,9 +22,12 @@ _NAME_CONTROL.update({9: "\\t", 10: "\\n", 13: "\\r", 127: "\\x7f"})
 _hostile: set[str] = set()
 
 
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f]")
+
+
 def has_control(name: str) -> bool:
     """Whether ``name`` holds a control character (C0, DEL): it must never reach a screen raw."""
-    return any(ord(ch) < 32 or ord(ch) == 127 for ch in name)
+    return _CONTROL_RE.search(name) is not None  # one regex scan: called for every name on every listing
 
 
 def shown_name(name: str) -> str:

@@ -19,6 +19,14 @@ What it prints (each row: small case, large case, ratio, goal):
    (at 1,000 manifests).
 5. Start-up of park / status / apply / ``validate FILE`` vs a bare ``python3 -I -c pass``.
    Goals: read verbs <= 2.5x, park/unpark <= 3x, apply and validate <= 3.5x.
+6. The store of real-size manifests (the corpus's kube-apiserver, ``--versions`` / 5 edits) vs
+   per-blob gzip, and the upgrade of a schema-2 store (written by the first release's code from
+   ``git archive main``) with ``--versions`` versions: seconds to open (upgrade) it, size before
+   and after.
+7. Daemon, ``--components`` manifests, ``rescan_interval: 1``: YAML parses, JSON decodes and
+   validation calls during three full rescans of the unchanged directory (goal 0), counted by
+   tests/daemon/count_parses.py; and write-to-recorded latency, p99 of 40 single edits 0.25 s
+   apart (idle) vs p99 of a burst of 200 edits at once (goal <= 2x, every final byte recorded).
 
 Usage: .venv/bin/python tests/bench/bench_scale.py [--runs 7] [--versions 10000]
        [--components 1000] [--idle-seconds 20] [--skip-daemon]
@@ -186,6 +194,168 @@ def daemon_figures(tmp: Path, count: int, idle_seconds: float) -> dict[str, floa
     return out
 
 
+CORPUS = REPO.parent / "shared/corpus/manifests"
+
+
+def real_store_ratio(tmp: Path, versions: int) -> Row:
+    """Store size vs per-blob gzip for ``versions`` edits of kubeadm's real kube-apiserver manifest."""
+    base = (CORPUS / "01-zetaoss-kubeadm-kube-apiserver.yaml").read_bytes()
+    path = tmp / "real" / "versions.sqlite3"
+    store = VersionStore(path)
+    blobs = []
+    with store.transaction():
+        for i in range(versions):
+            data = base.replace(b"--secure-port=6443", f"--secure-port=6443\n    - --v={i}".encode())
+            store.record("kube-apiserver", "kube-apiserver.yaml", data, action="apply", actor="root",
+                         reason=f"flag {i}", mode=0o600, uid=0, gid=0)
+            blobs.append(data)
+    store.close()
+    gz = sum(len(gzip.compress(b)) for b in {digest_of(b): b for b in blobs}.values())
+    size = sum(p.stat().st_size for p in path.parent.iterdir())
+    return Row(f"store of {versions} kube-apiserver versions vs gzip", gz / 1024, size / 1024, 1.2, unit="KB")
+
+
+def upgrade_figures(tmp: Path, versions: int) -> str:
+    """Build a schema-2 store with the first release's code (``git archive main``), then open it
+    with this tree's VersionStore (the upgrade). Returns a printed line."""
+    old = tmp / "main-code"
+    old.mkdir()
+    arch = subprocess.run(["git", "-C", str(REPO), "archive", "main", "staticpodd"], capture_output=True)
+    if arch.returncode != 0:
+        return f"  store upgrade: skipped (no main branch to build a schema-2 store: {arch.stderr.decode().strip()})"
+    subprocess.run(["tar", "-x", "-C", str(old)], input=arch.stdout, check=True)
+    path = tmp / "v2" / "versions.sqlite3"
+    code = (
+        "import sys; from pathlib import Path; from staticpodd.store import VersionStore, SCHEMA_VERSION\n"
+        "assert SCHEMA_VERSION == 2, SCHEMA_VERSION\n"
+        f"s = VersionStore(Path({str(path)!r}))\n"
+        f"base = Path({str(CORPUS / '03-zetaoss-kubeadm-kube-scheduler.yaml')!r}).read_bytes()\n"
+        "with s.transaction():\n"
+        f"    for i in range({versions}):\n"
+        "        s.record('kube-scheduler', 'kube-scheduler.yaml', base + b'# %d\\n' % i, action='apply', actor='root')\n"
+        "s._db.execute('PRAGMA wal_checkpoint(TRUNCATE)'); s.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(old)), check=True, cwd=str(tmp))
+    before = sum(p.stat().st_size for p in path.parent.iterdir())
+    t0 = time.perf_counter()
+    store = VersionStore(path)
+    took = time.perf_counter() - t0
+    ok = all(store.data(v.digest) for v in store.history("kube-scheduler", limit=5))
+    store.close()
+    after = sum(p.stat().st_size for p in path.parent.iterdir())
+    return (f"  store upgrade 2 -> 3, {versions} versions: {took:.2f} s, {before / 1024:.0f} KB -> {after / 1024:.0f} KB "
+            f"({after / before:.2f}x){'' if ok else '  DATA MISMATCH'}")
+
+
+def _daemon_root(tmp: Path, name: str, count: int, config: str) -> Path:
+    root = tmp / name
+    mdir = root / "etc/kubernetes/manifests"
+    mdir.mkdir(parents=True)
+    for i in range(count):
+        n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
+        (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
+        os.chmod(mdir / f"{n}.yaml", 0o600)
+    (root / "etc/staticpodd").mkdir(parents=True)
+    (root / "etc/staticpodd/staticpodd.yaml").write_text(config)
+    return root
+
+
+def _last_rescan(root: Path) -> float:
+    import json
+
+    try:
+        return float(json.loads((root / "run/staticpodd/daemon.json").read_text()).get("last_rescan") or 0)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _wait_rescans(root: Path, n: int, timeout: float = 120) -> float:
+    seen = _last_rescan(root)
+    deadline = time.monotonic() + timeout
+    while n and time.monotonic() < deadline:
+        r = _last_rescan(root)
+        if r > seen:
+            seen, n = r, n - 1
+        time.sleep(0.05)
+    return seen
+
+
+def rescan_parse_count(tmp: Path, count: int) -> int:
+    """YAML parses + JSON decodes + validation calls during 3 full rescans of an unchanged
+    directory of ``count`` manifests (the real daemon under tests/daemon/count_parses.py)."""
+    root = _daemon_root(tmp, f"rescan-{count}", count, "rescan_interval: 1\n")
+    counts = tmp / f"parses-{count}.txt"
+    e = {**env(), "STATICPODD_COUNT_PARSES": str(counts)}
+    e.pop("NOTIFY_SOCKET", None)
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests/daemon/count_parses.py"), "--root", str(root)], env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        start = _wait_rescans(root, 2)
+        _wait_rescans(root, 3)
+        return sum(1 for line in counts.read_text().splitlines() if float(line.split()[1]) > start)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def _p99(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.99 * (len(xs) - 1))))]
+
+
+def burst_figures(tmp: Path, count: int = 200) -> tuple[float, float, int, int]:
+    """(idle p99 ms, burst p99 ms, final bytes recorded, edits) of write -> recorded latency."""
+    import sqlite3
+
+    root = _daemon_root(tmp, f"burst-{count}", count, "rescan_interval: 20\n")
+    mdir = root / "etc/kubernetes/manifests"
+    db_path = root / "var/lib/staticpodd/versions.sqlite3"
+    e = dict(env())
+    e.pop("NOTIFY_SOCKET", None)
+    proc = subprocess.Popen([sys.executable, "-m", "staticpodd.daemon", "--root", str(root)], env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def recorded_after(want: dict[str, str], t_written: dict[str, float], timeout: float = 60) -> dict[str, float]:
+        got: dict[str, float] = {}
+        deadline = time.monotonic() + timeout
+        con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            while len(got) < len(want) and time.monotonic() < deadline:
+                marks = ",".join("?" * len(want))
+                rows = con.execute(f"SELECT component, digest FROM versions WHERE digest IN ({marks})",
+                                   list(want.values())).fetchall()
+                now = time.monotonic()
+                for comp, dg in rows:
+                    if comp in want and want[comp] == dg and comp not in got:
+                        got[comp] = (now - t_written[comp]) * 1000
+                time.sleep(0.005)
+        finally:
+            con.close()
+        return got
+
+    try:
+        _wait_rescans(root, 1)
+        idle: list[float] = []
+        for i in range(40):
+            n = f"extra-{(i % (count - 1)) + 1:04d}"
+            data = SCHEDULER.format(name=n, v=100 + i).encode()
+            (mdir / f"{n}.yaml").write_bytes(data)
+            t = {n: time.monotonic()}
+            idle += list(recorded_after({n: digest_of(data)}, t).values())
+            time.sleep(0.25)
+        want, t_written = {}, {}
+        for i in range(count):
+            n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
+            data = SCHEDULER.format(name=n, v=1000 + i).encode()
+            (mdir / f"{n}.yaml").write_bytes(data)
+            want[n], t_written[n] = digest_of(data), time.monotonic()
+        burst = recorded_after(want, t_written)
+        return _p99(idle), _p99(list(burst.values()) or [float("inf")]), len(burst), count
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
@@ -226,6 +396,10 @@ def main() -> int:
         rows.append(Row(f"store on disk vs gzip of {len(unique)} unique blobs", gz / 1024, store_bytes(many) / 1024,
                         1.2, unit="KB"))
 
+        # 6. real-size manifests, and the upgrade of a first-release store
+        rows.append(real_store_ratio(tmp, max(1, args.versions // 5)))
+        upgrade_line = upgrade_figures(tmp, args.versions)
+
         # 5. start-up vs a bare interpreter
         bare = timed([sys.executable, "-I", "-c", "pass"], args.runs)
         manifest = tmp / "kube-scheduler.yaml"
@@ -255,6 +429,7 @@ def main() -> int:
         for row in rows:
             print(row.line())
         ok = all(r.ok for r in rows)
+        print(upgrade_line)
 
         # 4. the daemon
         if not args.skip_daemon:
@@ -268,6 +443,16 @@ def main() -> int:
                 print(f"    {count:5d} manifests: READY fresh {d['ready_fresh']:6.2f} s (goal <= 2)  "
                       f"restart {d['ready_restart']:6.2f} s (goal <= 1)  idle CPU {d['idle_cpu_pct']:6.3f} % "
                       f"(goal <= 0.2)  RSS {d['rss_mb']:5.1f} MB (goal <= 40)  {'OK' if good else 'MISSED'}")
+            parses = rescan_parse_count(tmp, args.components)
+            print(f"  daemon, {args.components} manifests: {parses} YAML parses/validations in 3 full rescans of an "
+                  f"unchanged directory (goal 0) {'OK' if parses == 0 else 'MISSED'}")
+            ok &= parses == 0
+            idle_p99, burst_p99, got, edits = burst_figures(tmp)
+            good = got == edits and burst_p99 <= 2 * idle_p99
+            print(f"  daemon, 200 manifests: write->recorded p99 idle {idle_p99:.0f} ms, burst of {edits} edits "
+                  f"{burst_p99:.0f} ms (ratio {burst_p99 / idle_p99:.2f}, goal <= 2), {got}/{edits} final bytes "
+                  f"recorded {'OK' if good else 'MISSED'}")
+            ok &= good
         return 0 if ok else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

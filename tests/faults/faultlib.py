@@ -34,13 +34,15 @@ def recorded(root: Path, component: str | None = None) -> list[tuple[str, int, s
     except sqlite3.OperationalError:  # a read-only filesystem without a WAL index: no locking
         con = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
     try:
-        q = ("SELECT v.component, v.seq, v.action, v.actor, b.data FROM versions v JOIN blobs b "
+        q = ("SELECT v.component, v.seq, v.action, v.actor, b.data, b.codec FROM versions v JOIN blobs b "
              "ON b.digest = v.digest")
         args: tuple = ()
         if component is not None:
             q += " WHERE v.component = ?"
             args = (component,)
-        return [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in con.execute(q + " ORDER BY v.id", args)]
+        from staticpodd.blobcodec import decode  # blobs are stored compressed (schema 3)
+
+        return [(r[0], r[1], r[2], r[3], decode(r[5], r[4])) for r in con.execute(q + " ORDER BY v.id", args)]
     finally:
         con.close()
 

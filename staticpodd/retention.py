@@ -1,0 +1,248 @@
+"""Retention: which recorded versions may go, and pruning them (``staticpodctl prune``, the daemon's timer).
+
+A :class:`Policy` keeps, per component, the newest ``keep_versions`` versions and every version
+younger than ``keep_for`` seconds (the union: a version either rule keeps stays). With neither
+set nothing is pruned. Whatever the policy says, these are never pruned (:func:`plan`):
+
+- the current version: the newest one, and the newest version holding the bytes live now;
+- a parked copy's version: the newest version holding the parked bytes (the park record's
+  digest and the parked copy on disk), so ``unpark`` can always restore it from history;
+- the last valid version: the newest version whose bytes pass the gate (the one the daemon's
+  ``on_invalid: restore`` and ``rollback`` would fall back to);
+- every version of a component with an operation in progress (an intent not yet finished or
+  undone, :meth:`staticpodd.engine.Engine.recover` may need any of its bytes).
+
+A removed stray (a file the kubelet would have read that is not a manifest the operator meant,
+e.g. ``kube-apiserver.yaml.bak``, now gone from the directory and not parked) leaves ``status``
+and the metrics once ``keep_for`` has passed since it was last seen: all its versions, events
+and observed state go with it (journal ``PRUNED``, kind ``stray-retired``).
+
+Bytes (blobs) are deleted only when no remaining version of any component references their
+digest; the digest's cached verdicts, facts and identity go with them. All deletions of one
+prune are one transaction. Times are Unix epoch seconds; ``now`` is passed in, so tests control
+the clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .layout import component_of
+
+
+@dataclass(frozen=True)
+class Policy:
+    """``retention:`` in the config. ``keep_versions``: newest N per component (None: no count
+    limit); ``keep_for``: seconds (None: no age rule); ``interval``: seconds between the daemon's
+    prunes."""
+
+    keep_versions: int | None = None
+    keep_for: float | None = None
+    interval: float = 3600
+
+    @property
+    def active(self) -> bool:
+        """Whether this policy can prune anything at all."""
+        return self.keep_versions is not None or self.keep_for is not None
+
+
+def policy_for(config: Any, *, keep: int | None = None, keep_for: float | None = None) -> Policy:
+    """The policy of ``config.retention`` (a :class:`staticpodd.config.Config` or None), with
+    ``keep`` / ``keep_for`` (command-line flags) overriding its two rules."""
+    r = getattr(config, "retention", None)
+    return Policy(
+        keep_versions=keep if keep is not None else getattr(r, "keep_versions", None),
+        keep_for=keep_for if keep_for is not None else getattr(r, "keep_for", None),
+        interval=float(getattr(r, "interval", None) or 3600),
+    )
+
+
+@dataclass
+class ComponentPlan:
+    """What one component loses: ``seqs`` pruned (ascending), and whether it is ``retired``
+    altogether (a removed stray past the window)."""
+
+    component: str
+    seqs: list[int] = field(default_factory=list)
+    kept: int = 0
+    retired: bool = False
+    protected: dict[int, str] = field(default_factory=dict)  # seq -> why it must stay
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"component": self.component, "pruned_versions": self.seqs, "kept_versions": self.kept,
+                "retired": self.retired, "protected": {str(k): v for k, v in sorted(self.protected.items())}}
+
+
+@dataclass
+class PruneResult:
+    """The outcome of :func:`prune`: per component plans (only those that lose something),
+    blobs (digests) deleted, bytes freed (uncompressed sizes) and whether it was a dry run."""
+
+    components: list[ComponentPlan]
+    blobs: int
+    bytes: int
+    dry_run: bool
+
+    @property
+    def versions(self) -> int:
+        return sum(len(c.seqs) for c in self.components)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "pruned_versions": self.versions, "deleted_blobs": self.blobs,
+                "freed_bytes": self.bytes, "components": [c.to_dict() for c in self.components]}
+
+
+def _last_seen(db: Any, component: str) -> float:
+    """Epoch of the newest version or event of ``component``."""
+    (v,) = db.execute("SELECT COALESCE(MAX(created_at), 0) FROM versions WHERE component = ?", (component,)).fetchone()
+    (e,) = db.execute("SELECT COALESCE(MAX(created_at), 0) FROM events WHERE component = ?", (component,)).fetchone()
+    return max(float(v), float(e))
+
+
+def plan(engine: Any, policy: Policy, now: float) -> list[ComponentPlan]:
+    """Decide, without changing anything, which versions each component loses under ``policy``
+    at epoch ``now``. Reads the directory (live and parked bytes), the park records, the
+    observed state and the intents; validates (through the engine's gate) only until the newest
+    valid version of each component is found. Caller holds the lock when it means to act."""
+    store = engine.store
+    db = store._db
+    if not policy.active:
+        return []
+    parks = {p.component: p for p in store.parks()}
+    busy = {i.component for i in store.intents()}
+    observed: dict[str, list[tuple[str, str]]] = {}
+    for o in store.observed().values():
+        observed.setdefault(o.component, []).append((o.location, o.digest))
+    live_comps = {engine.component_for(fn) for fn in engine.live_names()}
+    parked_comps = {engine.component_for(fn) for fn in engine.parked_names()}
+    out: list[ComponentPlan] = []
+    for comp in store.components():
+        rows = db.execute("SELECT seq, digest, created_at, file_name FROM versions WHERE component = ? "
+                          "ORDER BY seq DESC", (comp,)).fetchall()
+        if not rows:
+            continue
+        cp = ComponentPlan(comp)
+        if comp in busy:
+            continue  # an operation in progress may need any of its versions
+        head_fn = rows[0][3]
+        removed = comp not in live_comps and comp not in parked_comps and comp not in parks
+        if (removed and component_of(head_fn) == head_fn and policy.keep_for is not None
+                and now - _last_seen(db, comp) > policy.keep_for):
+            cp.seqs = sorted(r[0] for r in rows)
+            cp.retired = True
+            out.append(cp)
+            continue
+        keep: dict[int, str] = {}
+        newest_of: dict[str, int] = {}
+        for seq, digest, _created, _fn in rows:
+            newest_of.setdefault(digest, seq)
+        keep[rows[0][0]] = "current (newest)"
+        for loc, digest in observed.get(comp, []):
+            if digest in newest_of:
+                keep.setdefault(newest_of[digest], "current (live)" if loc == "live" else "parked copy")
+        if comp in parks and parks[comp].digest in newest_of:
+            keep.setdefault(newest_of[parks[comp].digest], "parked copy")
+        for seq, digest, _created, _fn in rows:
+            if _valid(engine, digest, f"{comp}@{seq}", comp):
+                keep.setdefault(seq, "last valid")
+                break
+        cp.protected = dict(keep)
+        for i, (seq, _digest, created, _fn) in enumerate(rows):
+            if seq in keep:
+                continue
+            if policy.keep_versions is not None and i < policy.keep_versions:
+                continue
+            if policy.keep_for is not None and now - created <= policy.keep_for:
+                continue
+            if policy.keep_versions is None and policy.keep_for is None:
+                continue
+            cp.seqs.append(seq)
+        cp.seqs.sort()
+        cp.kept = len(rows) - len(cp.seqs)
+        if cp.seqs:
+            out.append(cp)
+    return out
+
+
+def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> PruneResult:
+    """Prune what :func:`plan` decides, in one transaction (nothing at all with ``dry_run``).
+
+    Deletes the planned version rows; a retired stray's events, observed rows and its
+    ``components`` row too; then every blob no remaining version references (with its cached
+    verdicts, facts and identity). Journals one ``PRUNED`` entry per component. Caller holds the
+    lock (``with engine.locked()``). Raises StoreError when the store cannot be written.
+    """
+    store = engine.store
+    db = store._db
+    if store.readonly:
+        plans = plan(engine, policy, now)
+    else:
+        with store.transaction():  # the verdicts plan caches: one commit, not one per component
+            plans = plan(engine, policy, now)
+    doomed: set[str] = set()
+    for cp in plans:
+        for seq in cp.seqs:
+            (d,) = db.execute("SELECT digest FROM versions WHERE component = ? AND seq = ?", (cp.component, seq)
+                              ).fetchone()
+            doomed.add(d)
+    if dry_run:
+        orphans = _orphans(db, doomed, plans)
+        freed = sum(_size(db, d) for d in orphans)
+        return PruneResult(plans, len(orphans), freed, True)
+    with store.transaction():
+        for cp in plans:
+            db.executemany("DELETE FROM versions WHERE component = ? AND seq = ?",
+                           [(cp.component, s) for s in cp.seqs])
+            if cp.retired:
+                db.execute("DELETE FROM events WHERE component = ?", (cp.component,))
+                db.execute("DELETE FROM observed WHERE component = ?", (cp.component,))
+                db.execute("DELETE FROM components WHERE component = ?", (cp.component,))
+        orphans = [d for d in sorted(doomed)
+                   if db.execute("SELECT 1 FROM versions WHERE digest = ? LIMIT 1", (d,)).fetchone() is None]
+        freed = sum(_size(db, d) for d in orphans)
+        for table in ("blobs", "verdicts", "facts", "identities"):
+            db.executemany(f"DELETE FROM {table} WHERE digest = ?", [(d,) for d in orphans])
+    from .journal import INFO, Event
+
+    for cp in plans:
+        what = ("removed stray retired: its versions and events are gone" if cp.retired else
+                f"pruned {len(cp.seqs)} version(s), kept {cp.kept}")
+        engine._log(Event.PRUNED, f"{cp.component}: {what}", priority=INFO, component=cp.component,
+                    kind="stray-retired" if cp.retired else "versions-pruned",
+                    versions=",".join(map(str, cp.seqs)), count=len(cp.seqs))
+    return PruneResult(plans, len(orphans), freed, False)
+
+
+def _valid(engine: Any, digest: str, shown: str, comp: str) -> bool:
+    """Whether the bytes of ``digest`` pass the gate: the store's verdict cache (keyed by digest
+    and validator id) first, else validated once and cached."""
+    from .resources import validator_id
+
+    store = engine.store
+    vid = validator_id()
+    cached = store.verdict(digest, vid)
+    if cached is not None:
+        return cached
+    try:
+        ok = bool(engine._verdict(store.data(digest), shown, comp)[0])
+    except Exception:  # unreadable bytes are never the last valid version
+        return False
+    store.set_verdict(digest, vid, ok)
+    return ok
+
+
+def _size(db: Any, digest: str) -> int:
+    row = db.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _orphans(db: Any, doomed: set[str], plans: list[ComponentPlan]) -> list[str]:
+    """Digests in ``doomed`` that no version outside the plans references (dry run)."""
+    gone = {(cp.component, s) for cp in plans for s in cp.seqs}
+    out = []
+    for d in sorted(doomed):
+        refs = db.execute("SELECT component, seq FROM versions WHERE digest = ?", (d,)).fetchall()
+        if all((c, s) in gone for c, s in refs):
+            out.append(d)
+    return out

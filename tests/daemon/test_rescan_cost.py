@@ -1,0 +1,79 @@
+"""Issue 14: the daemon's periodic full rescan of an unchanged directory parses no YAML and runs
+no validation (the directory's findings are cached by a fingerprint of names, stats and the
+recorded sha256 digests); any change (new bytes, a chmod, a new file) is still validated.
+
+The real daemon process runs under tests/daemon/count_parses.py, which counts every YAML parse,
+JSON manifest decode and validation call (nothing else is stood in for)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from daemon_harness import REPO, make_root, wait_until
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).parent
+
+
+def _calls(path: Path, after: float) -> list[str]:
+    return [line.split()[0] for line in path.read_text().splitlines() if float(line.split()[1]) > after]
+
+
+def _rescans(root: Path) -> float | None:
+    try:
+        return json.loads((root / "run/staticpodd/daemon.json").read_text()).get("last_rescan")
+    except (OSError, ValueError):
+        return None
+
+
+def _next_rescan(root: Path, after: float) -> float:
+    return wait_until(lambda: (r := _rescans(root)) is not None and r > after and r, 20, 0.05,
+                      what="the next full rescan")
+
+
+def test_a_full_rescan_of_an_unchanged_directory_parses_and_validates_nothing(tmp_path) -> None:
+    root = make_root(tmp_path, config="rescan_interval: 1\n")
+    mdir = root / "etc/kubernetes/manifests"
+    for i in range(20):
+        (mdir / f"extra-{i:02d}.yaml").write_text(
+            f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra-{i:02d}\n  namespace: default\n"
+            "spec:\n  containers:\n  - name: c\n    image: nginx:1.27\n")
+        os.chmod(mdir / f"extra-{i:02d}.yaml", 0o600)
+    counts = tmp_path / "parses.txt"
+    env = dict(os.environ, STATICPODD_COUNT_PARSES=str(counts), PYTHONPATH=str(REPO))
+    env.pop("NOTIFY_SOCKET", None)
+    with open(tmp_path / "stderr", "wb") as err:
+        proc = subprocess.Popen([sys.executable, str(HERE / "count_parses.py"), "--root", str(root)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=str(REPO))
+    try:
+        first = _next_rescan(root, 0)
+        second = _next_rescan(root, first)
+        # from here on nothing changes: the next three full rescans must not parse or validate
+        third = _next_rescan(root, second)
+        fifth = _next_rescan(root, _next_rescan(root, third))
+        assert fifth > third
+        assert _calls(counts, second) == [], (tmp_path / "stderr").read_text()
+        assert len(_calls(counts, 0)) > 0  # the counter works: start-up adopted and validated
+        # a change is still seen and judged: new bytes in one file
+        t = time.time()
+        (mdir / "extra-03.yaml").write_text(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra-03\n  namespace: default\n"
+            "spec:\n  containers:\n  - name: c\n    image: nginx:1.28\n")
+        _next_rescan(root, _next_rescan(root, t))
+        assert "validate-directory" in _calls(counts, t)
+        # and a chmod alone (the findings include loose modes)
+        t = time.time()
+        os.chmod(mdir / "extra-04.yaml", 0o666)
+        _next_rescan(root, _next_rescan(root, t))
+        assert "validate-directory" in _calls(counts, t)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0, (tmp_path / "stderr").read_text()
