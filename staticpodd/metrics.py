@@ -57,6 +57,7 @@ from typing import Any
 
 from . import __version__
 from .errors import FsError
+from .tallies import store_tally
 from .termsafe import printable_name
 
 TEXTFILE_NAME = "staticpodd.prom"
@@ -224,9 +225,9 @@ def store_counters(db_path: Path | str) -> dict[str, Any]:
     float | None, "last_restore": float | None}`` (unix seconds). What counts: versions with
     action ``external`` except adoption (reason ``first seen (adopted)``) plus events with actor
     ``external`` except ``adopted`` (external changes); versions with action ``restore``
-    (restores); events ``quarantined``, ``refused-invalid``, ``unpark-failed``. Nothing is ever
-    deleted from those tables, so the counters only go up. No store yet: all zero. Raises
-    FsError when the store cannot be read.
+    (restores); events ``quarantined``, ``refused-invalid``, ``unpark-failed``
+    (:mod:`staticpodd.tallies`). Rows that retention pruned are carried over in the store, so
+    the counters only go up. No store yet: all zero. Raises FsError when the store cannot be read.
     """
     import sqlite3
 
@@ -238,34 +239,12 @@ def store_counters(db_path: Path | str) -> dict[str, Any]:
     except sqlite3.Error as exc:
         raise FsError(f"cannot open the version store for metrics: {exc}", path=str(db_path)) from exc
     try:
-        ext_v = db.execute(
-            "SELECT count(*), max(created_at) FROM versions WHERE action = 'external' "
-            "AND coalesce(reason, '') != 'first seen (adopted)'"
-        ).fetchone()
-        ext_e = db.execute(
-            "SELECT count(*), max(created_at) FROM events WHERE actor = 'external' AND kind != 'adopted'"
-        ).fetchone()
-        restores = db.execute("SELECT count(*), max(created_at) FROM versions WHERE action = 'restore'").fetchone()
-        kinds = dict(db.execute(
-            "SELECT kind, count(*) FROM events WHERE kind IN ('quarantined', 'refused-invalid', 'unpark-failed') "
-            "GROUP BY kind"
-        ).fetchall())
+        counts, newest = store_tally(db)
     except sqlite3.Error as exc:
         raise FsError(f"cannot read the version store for metrics: {exc}", path=str(db_path)) from exc
     finally:
         db.close()
-    last_ext = max((t for t in (ext_v[1], ext_e[1]) if t is not None), default=None)
-    return {
-        "counters": {
-            "external_changes": int(ext_v[0]) + int(ext_e[0]),
-            "restores": int(restores[0]),
-            "quarantines": int(kinds.get("quarantined", 0)),
-            "refused_applies": int(kinds.get("refused-invalid", 0)),
-            "failed_unparks": int(kinds.get("unpark-failed", 0)),
-        },
-        "last_external_change": float(last_ext) if last_ext is not None else None,
-        "last_restore": float(restores[1]) if restores[1] is not None else None,
-    }
+    return {"counters": counts, **newest}
 
 
 def _num(value: Any) -> float | None:

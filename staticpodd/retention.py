@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .layout import component_of
+from .tallies import carry_over, tally
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,10 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
         return PruneResult(plans, len(orphans), freed, True)
     with store.transaction():
         for cp in plans:
+            # the alerting counters count these rows: carry their tally over so no counter goes down
+            marks = ",".join("?" * len(cp.seqs)) or "NULL"
+            carry_over(db, *tally(db, versions=(f"component = ? AND seq IN ({marks})", (cp.component, *cp.seqs)),
+                                  events=("component = ?", (cp.component,)) if cp.retired else ("0", ())))
             db.executemany("DELETE FROM versions WHERE component = ? AND seq = ?",
                            [(cp.component, s) for s in cp.seqs])
             if cp.retired:

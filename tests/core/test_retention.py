@@ -201,3 +201,34 @@ def test_a_removed_stray_leaves_status_after_the_window_and_is_journalled(sandbo
                                                                 and e.get("KIND") == "stray-retired" for e in es))
     e = next(e for e in entries if e.get("KIND") == "stray-retired")
     assert e["MESSAGE_ID"] == "abe21babe36c4499a9f1bf7ed0f67d17"
+
+
+def test_pruning_never_makes_an_alerting_counter_go_down(sandbox) -> None:
+    """The ``_total`` metrics count store rows (issue 12.7); Prometheus reads a decrease as a
+    counter reset, so the rows a prune deletes are carried over (staticpodd.tallies)."""
+    from staticpodd.metrics import store_counters
+
+    sandbox.write("web.yaml", _pod("web", 9))
+    eng = _engine(sandbox.root)
+    for i in range(6):  # 3 hand edits and 3 restores, long ago
+        eng.store.record("web", "web.yaml", _pod("web", i), action="external" if i % 2 else "restore",
+                         actor="external" if i % 2 else "staticpodd", created_at=NOW - (60 - i) * DAY)
+    eng.store.record("web", "web.yaml", _pod("web", 9), action="apply", actor="root", created_at=NOW - DAY)
+    sandbox.write("web.yaml.bak", _pod("web", 8))
+    with eng.locked():
+        eng.scan()  # the .bak is adopted (an external change) ...
+        eng.store.record_event("quarantined", component="web.yaml.bak", file_name="web.yaml.bak", actor="staticpodd")
+        (sandbox.manifests / "web.yaml.bak").unlink()
+        eng.scan()  # ... and removed: a stray retention retires with its events
+    before = store_counters(eng.layout.db_path)
+    with eng.locked():
+        res = prune(eng, Policy(keep_versions=1, keep_for=7 * DAY), time.time() + 30 * DAY)
+    assert res.versions >= 6 and any(c.retired for c in res.components)
+    after = store_counters(eng.layout.db_path)
+    assert after == before
+    assert before["counters"]["external_changes"] >= 3 and before["counters"]["restores"] == 3
+    assert before["counters"]["quarantines"] == 1
+    with eng.locked():  # a second prune of the same rows' neighbours adds nothing twice
+        prune(eng, Policy(keep_versions=1, keep_for=7 * DAY), time.time() + 60 * DAY)
+    assert store_counters(eng.layout.db_path) == before
+    eng.close()
