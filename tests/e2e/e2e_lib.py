@@ -125,6 +125,17 @@ class Node:
         os.chmod(p, 0o600)
         return p
 
+    def start_daemon(self, config: str) -> Any:
+        """Write ``config`` (more staticpodd.yaml keys) and start the real staticpodd on this
+        root (tests/daemon/daemon_harness: real inotify, SQLite, journald); waits for READY=1."""
+        from daemon_harness import Daemon, NotifySocket
+
+        self.configure(config)
+        d = Daemon(self.root, NotifySocket(), watchdog_usec=None)
+        d.wait_ready()
+        self.daemons.append(d)
+        return d
+
     # -- the runtime ----------------------------------------------------------------------------
     def state(self, base: str, namespace: str = "kube-system") -> PodState | None:
         """The pod ``<base>-<node>`` if a ready sandbox of it has every container running."""
