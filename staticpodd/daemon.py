@@ -665,6 +665,62 @@ class Daemon:
                 out.add(name)
         return out
 
+    def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
+        """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""
+        from .proof.shadow import pod_key
+        from .refused import kubelet_refuses
+
+        try:
+            data = (self.layout.manifest_dir / file_name).read_bytes()
+        except OSError:
+            return None
+        if kubelet_refuses(data):
+            return None
+        import yaml
+
+        try:
+            doc = next(iter(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), None)
+        except yaml.YAMLError:
+            return None
+        return pod_key(doc)
+
+    def _readd_after_quarantine(self, stray: str, pod: tuple[str, str]) -> None:
+        """After quarantining ``stray`` that defined ``pod`` (namespace, name): touch the live
+        file that defines it now, so the kubelet re-adds that pod at once (inotify IN_ATTRIB ->
+        re-read) instead of at its next relist, and say truthfully what the stray already did.
+
+        Seen on a real kubelet 1.34 (issue 10): it reads a new ``x.yaml.bak`` 2-3 ms after the
+        ``cp`` and, the ``.bak`` sorting last, kills the running pod to start it under the
+        ``.bak``'s UID (the UID hashes the file path); no quarantine can be that fast. Moving the
+        stray out is a delete to the kubelet, which removes that pod too; the file it should run
+        is re-read only at the next relist (up to fileCheckFrequency, 20 s by default) unless an
+        event on it arrives. The touch is that event (KUBELET.md "When the kubelet looks";
+        consequence 6 forbids touching an unchanged file, except here, where re-reading it is
+        exactly what is needed). The live file's bytes, mode and owner are unchanged.
+        """
+        from .proof.shadow import files_defining
+
+        ns, name = pod
+        definers = files_defining(self.layout.manifest_dir, ns, name)
+        if not definers:
+            return
+        winner = definers[-1].file_name  # the kubelet runs the lexically last file
+        try:
+            os.utime(self.layout.manifest_dir / winner)
+        except OSError as exc:
+            self._say(f"cannot touch {winner} after quarantining {stray}: {exc}")
+            return
+        self.log(
+            Event.STRAY_QUARANTINED,
+            f"{stray} defined {ns}/{name} like {winner}: the kubelet read it within milliseconds and restarted "
+            f"the pod under {stray}'s UID before the quarantine could act; touched {winner} so that the kubelet "
+            "re-adds its pod now instead of at its next relist",
+            priority=WARNING,
+            file_name=stray,
+            readded=winner,
+            pod=f"{ns}/{name}",
+        )
+
     def _publish_status(self) -> None:
         status = self._status_line()
         if status != self._last_status:
@@ -1256,7 +1312,10 @@ class Daemon:
                         reason=a.reason,
                     )
                 elif a.verb == "quarantine":
+                    pod = self._pod_defined_by(a.target)
                     self.engine.quarantine(a.target, reason=a.reason)
+                    if pod is not None:
+                        self._readd_after_quarantine(a.target, pod)
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:
