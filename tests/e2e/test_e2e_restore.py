@@ -16,6 +16,7 @@ import time
 
 from e2e_lib import Node, scheduler_bytes
 
+
 #: B22a's fault: a tab in the indentation (the kubelet: "found a tab character").
 def _broken(good: bytes) -> bytes:
     return good.replace(b"\n  name: kube-scheduler\n", b"\n\tname: kube-scheduler\n", 1)
