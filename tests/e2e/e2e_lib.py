@@ -120,9 +120,13 @@ class Node:
         return proc
 
     def write(self, name: str, data: bytes) -> Path:
+        """Put ``data`` in the directory as ``name`` atomically (a dot-named temp file, 0600,
+        renamed into place), so the kubelet never reads a partial file from the test itself."""
         p = self.manifests / name
-        p.write_bytes(data)
-        os.chmod(p, 0o600)
+        tmp = self.manifests / f".e2e-tmp-{name}"
+        tmp.write_bytes(data)
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, p)
         return p
 
     def start_daemon(self, config: str) -> Any:
