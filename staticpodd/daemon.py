@@ -48,6 +48,7 @@ from .reconcile import (
     finding_key,
     invalid_sentence,
     is_directory_finding,
+    kubelet_drops,
     over_our_limit_only,
     plan_changes,
     plan_expired_parks,
@@ -997,13 +998,15 @@ class Daemon:
             if _get(ch, "location") != "live":
                 continue
             if _get(ch, "valid") is False and _get(ch, "kind") != "removed":
-                ours_only = over_our_limit_only(_get(ch, "findings") or [], self._sizes().get(file_name))
+                size = self._sizes().get(file_name)
+                ours_only = over_our_limit_only(_get(ch, "findings") or [], size)
+                refused = kubelet_drops(_get(ch, "findings") or [], size)
                 text, _prio = invalid_sentence(
-                    file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes
+                    file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused
                 )
                 self.invalid_live[file_name] = {
                     "code": "invalid-live",
-                    "severity": "error" if ours_only is None else "warning",
+                    "severity": "error" if refused else "warning",
                     "component": _get(ch, "component"),
                     "path": str(self.layout.live_path(file_name)),
                     "message": text.replace(" (see staticpodctl validate)", ""),
@@ -1059,11 +1062,12 @@ class Daemon:
             component = None if stray else component_of(name)
             new = name not in self.invalid_live
             ours_only = over_our_limit_only(fs, sizes.get(name))
-            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit)
+            refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
+            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit, refused=refused)
             if new:
                 self.invalid_live[name] = {
                     "code": "invalid-live",
-                    "severity": "error" if ours_only is None else "warning",
+                    "severity": "error" if refused else "warning",
                     "component": component,
                     "path": str(mdir / name),
                     "message": text,
@@ -1072,7 +1076,11 @@ class Daemon:
                 continue  # plan_changes reported it (and decided about a restore) in this pass
             parked = component is not None and self.engine.store.park_of(component) is not None
             restore = (
-                restore_policy and component is not None and not parked and self._may_restore(name, component, observed)
+                restore_policy
+                and refused
+                and component is not None
+                and not parked
+                and self._may_restore(name, component, observed)
             )
             if not (new or restore):
                 continue
@@ -1080,6 +1088,11 @@ class Daemon:
                 policy_note = restore_note(ours_only)
             elif not restore_policy:
                 policy_note = "; policy on_invalid=alert"
+            elif not refused:
+                policy_note = (
+                    "; not restored: the kubelet runs this file (on_invalid=restore acts only on files the "
+                    "kubelet refuses)"
+                )
             elif component is None:
                 policy_note = "; a stray is never restored (on_stray decides)"
             elif parked:
@@ -1102,6 +1115,7 @@ class Daemon:
                         "policy_action": "restore" if restore else "none",
                         "location": "live",
                         "size": ours_only,
+                        "kubelet": "refuses" if refused else "accepts",
                     },
                 )
             )

@@ -71,7 +71,10 @@ _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 class DecodeProblem(Exception):
     """One reason the bytes are not a readable manifest (internal; becomes a Finding).
 
-    ``code`` is the stable finding code; ``line``/``column`` are 1-based or None.
+    ``code`` is the stable finding code; ``line``/``column`` are 1-based or None. ``kubelet``:
+    what the kubelet does (``"refuses"``/``"accepts"``, see staticpodd.validate.findings), None
+    for the code's usual level. Raised, it stops decoding (the kubelet refuses the bytes);
+    collected in :attr:`Decoded.notes`, it is staticpodd's strictness and decoding went on.
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class DecodeProblem(Exception):
         column: int | None = None,
         hint: str | None = None,
         field: str | None = None,
+        kubelet: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -91,6 +95,7 @@ class DecodeProblem(Exception):
         self.column = column
         self.hint = hint
         self.field = field
+        self.kubelet = kubelet
 
 
 @dataclass(frozen=True)
@@ -193,25 +198,35 @@ class _PyComposer(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, 
         return super().compose_node(parent, index)
 
 
-def _compose_all(text: str) -> list[Any]:
-    """Compose every document; raises yaml.YAMLError on syntax errors."""
+def _compose_first(text: str) -> tuple[Any, list[Any], yaml.YAMLError | None]:
+    """Compose the first document as go-yaml v2 ``Unmarshal`` does (it reads nothing after it).
+
+    Returns ``(first node or None, later nodes, error in a later document or None)``. Raises
+    yaml.YAMLError for a syntax error in the first document only: the kubelet never parses what
+    follows (KUBELET.md "How a file is decoded": a multi-document file runs its first document).
+    """
     try:
-        loader = _CComposer(text) if _CComposer is not None else _PyComposer(text)
-        docs = []
-        try:
-            while loader.check_node():
-                docs.append(loader.get_node())
-        finally:
-            loader.dispose()
-        return docs
+        return _compose_with(_CComposer if _CComposer is not None else _PyComposer, text)
     except yaml.composer.ComposerError as exc:
         if "found duplicate anchor" not in str(exc) or _CComposer is None:
             raise
-    loader = _PyComposer(text)
-    docs = []
-    while loader.check_node():
-        docs.append(loader.get_node())
-    return docs
+    return _compose_with(_PyComposer, text)
+
+
+def _compose_with(cls: Any, text: str) -> tuple[Any, list[Any], yaml.YAMLError | None]:
+    loader = cls(text)
+    later: list[Any] = []
+    later_error: yaml.YAMLError | None = None
+    try:
+        first = loader.get_node() if loader.check_node() else None
+        try:
+            while loader.check_node():
+                later.append(loader.get_node())
+        except yaml.YAMLError as exc:
+            later_error = exc
+    finally:
+        loader.dispose()
+    return first, later, later_error
 
 
 # --------------------------------------------------------------------------- resolving
@@ -221,7 +236,8 @@ def resolve_plain(value: str) -> tuple[str, Any]:
     """go-yaml v2 ``resolve("", value)`` for a plain scalar -> (tag, Python value).
 
     Source: gopkg.in/yaml.v2 resolve.go (used by sigs.k8s.io/yaml). Timestamps stay strings
-    (go-yaml keeps them as strings when decoding into ``interface{}``).
+    (go-yaml keeps them as strings when decoding into ``interface{}``); so does a number out of
+    float64's range such as ``1e400`` (``strconv.ParseFloat`` fails, the scalar is a string).
     """
     item = _RESOLVE_MAP.get(value)
     if item is not None:
@@ -231,7 +247,10 @@ def resolve_plain(value: str) -> tuple[str, Any]:
     c = value[0]
     if c == ".":
         if _GO_FLOAT.match(value) or _GO_HEXFLOAT.match(value):
-            return _FLOAT, _go_parse_float(value)
+            f = _go_parse_float(value)
+            if math.isinf(f):
+                return _STR, value  # out of float64's range: a string, as above
+            return _FLOAT, f
         return _STR, value
     if c in "+-0123456789":
         plain = value.replace("_", "")
@@ -240,7 +259,11 @@ def resolve_plain(value: str) -> tuple[str, Any]:
             if _INT64_MIN <= n <= _UINT64_MAX:
                 return _INT, n
         if _YAML_STYLE_FLOAT.match(plain):
-            return _FLOAT, float(plain)
+            f = float(plain)
+            if math.isinf(f):
+                # strconv.ParseFloat fails with ErrRange: go-yaml v2 keeps the string (issue 11 item 9)
+                return _STR, value
+            return _FLOAT, f
         if plain.startswith("0b") and re.fullmatch(r"[01]+", plain[2:] or "x"):
             n = int(plain[2:], 2)
             if n <= _INT64_MAX:
@@ -304,11 +327,21 @@ def _problem(code: str, message: str, node: Any, hint: str | None = None, field:
 # --------------------------------------------------------------------------- building
 
 
-class _Builder:
-    """Turn a composed node graph into the JSON-compatible value YAMLToJSON would produce."""
+_ANCHOR = re.compile(r"&[^\s,\[\]{}]+\s+")
+_SLASH_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\/")
 
-    def __init__(self) -> None:
+
+class _Builder:
+    """Turn a composed node graph into the JSON-compatible value YAMLToJSON would produce.
+
+    ``text``: the decoded source, to see a non-specific tag ``!`` that libyaml resolves away.
+    """
+
+    def __init__(self, text: str = "", hid_boms: bool = False) -> None:
+        self.text = text
+        self.hid_boms = hid_boms  # later BOMs were swapped for _INNER_BOM (_hide_inner_boms)
         self.positions: dict[str, tuple[int, int]] = {}
+        self.notes: list[DecodeProblem] = []
         self.decode_count = 0
         self.alias_count = 0
         self.alias_depth = 0
@@ -376,9 +409,49 @@ class _Builder:
         finally:
             self.active.discard(key)
 
+    def nonspecific(self, node: Any) -> bool:
+        """True for a scalar written with the non-specific tag ``!`` (``! 5``).
+
+        libyaml hands it to the resolver like an untagged plain scalar; go-yaml v2 keeps the tag
+        "!", which ``resolve`` does not know, so the value stays the string as written (issue 11
+        item 9; go-yaml v2 resolve.go resolvableTag). A plain scalar never starts with ``!``.
+        """
+        i = node.start_mark.index
+        text = self.text
+        if i >= len(text) or text[i] not in "!&":
+            return False
+        if text[i] == "&":
+            m = _ANCHOR.match(text, i)
+            if m is None:
+                return False
+            i = m.end()
+        return text.startswith("!", i) and (i + 1 >= len(text) or text[i + 1] in " \t\r\n")
+
     def scalar(self, node: Any) -> Any:
+        value = self._scalar(node)
+        if self.hid_boms and isinstance(value, str):
+            return value.replace(_INNER_BOM, _BOM)
+        return value
+
+    def _scalar(self, node: Any) -> Any:
+        if node.style == '"' and "\\/" in self.text[node.start_mark.index : node.end_mark.index]:
+            m = _SLASH_ESCAPE.search(self.text, node.start_mark.index, node.end_mark.index)
+            if m is not None:
+                # libyaml (YAML 1.2) knows the escape \/; go-yaml v2 (scannerc.go) does not
+                line = self.text.count("\n", 0, m.end() - 2) + 1
+                col = m.end() - 2 - (self.text.rfind("\n", 0, m.end() - 2) + 1) + 1
+                raise DecodeProblem(
+                    "yaml-syntax",
+                    "found unknown escape character '\\/' in a double-quoted string; the kubelet cannot parse "
+                    "this file and drops its pod at the next resync",
+                    line=line,
+                    column=col,
+                    hint="write / without the backslash",
+                )
         tag = node.tag
-        if tag == _PLAIN:
+        if tag == _PLAIN and self.nonspecific(node):
+            value = node.value
+        elif tag == _PLAIN:
             value = resolve_plain(node.value)[1]
         else:
             value = _explicit(tag, node.value, node)
@@ -401,7 +474,7 @@ class _Builder:
             raise _problem("yaml-syntax", "a mapping key must be a scalar", node)
         value = self.scalar_key(node)
         if isinstance(value, str):
-            return value
+            return value.replace(_INNER_BOM, _BOM) if self.hid_boms else value
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, int):
@@ -419,29 +492,61 @@ class _Builder:
 
     def scalar_key(self, node: Any) -> Any:
         tag = node.tag
+        if tag == _PLAIN and self.nonspecific(node):
+            return node.value
         if tag == _PLAIN:
             return resolve_plain(node.value)[1]
         return _explicit(tag, node.value, node)
 
     def mapping(self, node: Any, path: str) -> dict:
+        return self._mapping(node, path)[0]
+
+    def _key_kind(self, knode: Any) -> str:
+        if isinstance(knode, yaml.ScalarNode) and knode.tag == _PLAIN and self.nonspecific(knode):
+            return "str"
+        value = self.scalar_key(knode) if isinstance(knode, yaml.ScalarNode) else None
+        return "bool" if isinstance(value, bool) else type(value).__name__
+
+    def _duplicate(self, k: str, sub: str, knode: Any, first_line: int, same_kind: bool) -> None:
+        # The kubelet accepts it (KUBELET.md "How a file is decoded"): with keys of one YAML type the
+        # last value wins (go-yaml v2 decode.go mapping(): SetMapIndex in order); keys of two types
+        # that become one JSON key (1 and '1') are two Go map keys that sigs.k8s.io/yaml converts in
+        # random order, so the kubelet keeps one at random. Either way: staticpodd's strictness.
+        what = (
+            "the kubelet accepts the file and uses this later value"
+            if same_kind
+            else "it is the same JSON key written as another YAML type, and the kubelet keeps one of the two at random"
+        )
+        note = _problem(
+            "yaml-duplicate-key",
+            f'mapping key "{k}" already defined at line {first_line}: {what}; staticpodd refuses it because '
+            "nobody can tell which value was meant",
+            knode,
+            hint="remove one of the two",
+            field=sub,
+        )
+        note.kubelet = "accepts"
+        self.notes.append(note)
+
+    def _mapping(self, node: Any, path: str) -> tuple[dict, dict[str, tuple[str, int]]]:
+        """(the JSON object, key -> (YAML type of its key, line)) for a mapping node."""
         out: dict[str, Any] = {}
+        kinds: dict[str, tuple[str, int]] = {}
         explicit: dict[str, Any] = {}
         for knode, vnode in node.value:
             if isinstance(knode, yaml.ScalarNode) and knode.tag == _PLAIN and knode.value == "<<":
-                self.merge(vnode, out, path)
+                self.merge(vnode, out, path, kinds)
                 continue
             k = self.key_string(knode)
             sub = join_path(path, k)
+            kind = self._key_kind(knode)
+            line = knode.start_mark.line + 1
             if k in explicit:
-                first = explicit[k]
-                raise _problem(
-                    "yaml-duplicate-key",
-                    f'mapping key "{k}" already defined at line {first.start_mark.line + 1}',
-                    knode,
-                    hint="remove one of the two; old kubelets kept one at random, new ones refuse the file",
-                    field=sub,
-                )
+                self._duplicate(k, sub, knode, explicit[k].start_mark.line + 1, kinds[k][0] == kind)
+            elif k in kinds and kinds[k][0] != kind:  # merged in as another type (random in Go)
+                self._duplicate(k, sub, knode, kinds[k][1], False)
             explicit[k] = knode
+            kinds[k] = (kind, line)
             km = knode.start_mark
             if isinstance(vnode, yaml.ScalarNode):
                 vm = vnode.start_mark
@@ -449,24 +554,29 @@ class _Builder:
             else:
                 self.positions[sub] = (km.line + 1, km.column + 1)
             out[k] = self.build(vnode, sub)
-        return out
+        return out, kinds
 
-    def _merge_one(self, node: Any, out: dict, path: str) -> None:
+    def _merge_one(self, node: Any, out: dict, path: str, kinds: dict[str, tuple[str, int]]) -> None:
         is_alias = self._enter(node)
         try:
-            out.update(self.mapping(node, path))
+            sub, sub_kinds = self._mapping(node, path)
+            for k, (kind, line) in sub_kinds.items():
+                if k in kinds and kinds[k][0] != kind:
+                    self._duplicate(k, join_path(path, k), node, kinds[k][1], False)
+                kinds[k] = (kind, line)
+            out.update(sub)
         finally:
             if is_alias:
                 self.alias_depth -= 1
 
-    def merge(self, vnode: Any, out: dict, path: str) -> None:
+    def merge(self, vnode: Any, out: dict, path: str, kinds: dict[str, tuple[str, int]]) -> None:
         if isinstance(vnode, yaml.MappingNode):
-            self._merge_one(vnode, out, path)
+            self._merge_one(vnode, out, path, kinds)
         elif isinstance(vnode, yaml.SequenceNode):
             for item in reversed(vnode.value):
                 if not isinstance(item, yaml.MappingNode):
                     raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", item)
-                self._merge_one(item, out, path)
+                self._merge_one(item, out, path, kinds)
         else:
             raise _problem("yaml-syntax", "map merge requires map or sequence of maps as the value", vnode)
 
@@ -503,11 +613,23 @@ def _go_float_key(value: float) -> str:
 
 @dataclass(frozen=True)
 class Decoded:
-    """Result of :func:`decode`: the document, positions, and notes that are not errors."""
+    """Result of :func:`decode`: the document the kubelet would get, positions, and notes.
+
+    ``doc``: any JSON type, or None for an empty file. ``positions``: field path -> (line,
+    column). ``extra_documents``: later documents that are empty (a trailing ``---``).
+    ``notes``: :class:`DecodeProblem` records the kubelet accepts but staticpodd refuses (its
+    strictness: a duplicate key, a second document, a size over ``max_bytes``, non-UTF-8 bytes
+    in JSON strings), each with ``kubelet="accepts"``. ``syntax``: ``"json"`` when the first
+    non-space byte is ``{`` (strict JSON, as the kubelet reads it), else ``"yaml"``.
+    ``encoding``: ``"utf-8"``, ``"utf-16-le"`` or ``"utf-16-be"`` (from a BOM).
+    """
 
     doc: Any
     positions: dict
-    extra_documents: int  # later documents that are empty (a trailing ``---``)
+    extra_documents: int
+    notes: tuple = ()
+    syntax: str = "yaml"
+    encoding: str = "utf-8"
 
 
 def too_large(size: int, max_bytes: int) -> DecodeProblem:
@@ -515,53 +637,156 @@ def too_large(size: int, max_bytes: int) -> DecodeProblem:
     how much was read) over ``max_bytes``, saying truthfully whose limit it is.
 
     Over :data:`KUBELET_MAX_BYTES` (10 MiB, ``maxConfigLength`` in pkg/kubelet/config/file.go;
-    KUBELET.md "Which files are pods") the kubelet itself refuses the file and drops its pod.
-    Between staticpodd's ``max_manifest_bytes`` (default :data:`DEFAULT_MAX_BYTES`, 1 MiB) and
-    10 MiB only staticpodd refuses it: the kubelet still reads it and runs it if it is otherwise
-    valid (the validator stops at the size and does not look further).
+    KUBELET.md "Which files are pods") the kubelet itself refuses the file and drops its pod
+    (``kubelet="refuses"``). Between staticpodd's ``max_manifest_bytes`` (default
+    :data:`DEFAULT_MAX_BYTES`, 1 MiB) and 10 MiB only staticpodd refuses it (``kubelet="accepts"``):
+    the kubelet reads it and runs it (a 2 MiB file runs: KUBELET.md), and the validator reads
+    the rest of it, so any reason the kubelet has to refuse it is reported too.
     """
     if size > KUBELET_MAX_BYTES:
         return DecodeProblem(
             "too-large",
             f"file is {size} bytes, over the kubelet's own {KUBELET_MAX_BYTES}-byte (10 MiB) limit: "
-            "the kubelet refuses it and drops its pod",
+            "the kubelet refuses it (\"the read limit is reached\") and drops its pod",
             hint="a static pod manifest is a few KB; move this file out of the manifest directory",
+            kubelet="refuses",
         )
     return DecodeProblem(
         "too-large",
         f"file is {size} bytes, over staticpodd's {max_bytes}-byte limit (max_manifest_bytes); the kubelet "
-        f"reads files up to {KUBELET_MAX_BYTES} bytes (10 MiB) and still runs this one if it is otherwise valid",
+        f"reads files up to {KUBELET_MAX_BYTES} bytes (10 MiB) and runs this one if it is otherwise valid",
         hint="a static pod manifest is a few KB; raise max_manifest_bytes in staticpodd.yaml only if this "
         "is really a manifest",
+        kubelet="accepts",
     )
 
 
-def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
-    """Decode bytes as sigs.k8s.io/yaml ``YAMLToJSON`` would (first layer of validation).
+# unicode.IsSpace (Go): what apimachinery's hasJSONPrefix trims before looking for '{'
+_GO_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | frozenset(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+_UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 
-    Returns the JSON-compatible document (any JSON type, or None for an empty file) with
-    positions. Raises :class:`DecodeProblem` for: size over ``max_bytes`` (``too-large``),
-    non-UTF-8 (``not-utf8``), YAML/JSON syntax (``yaml-syntax``, ``yaml-tab``), duplicate
-    keys (``yaml-duplicate-key``), a second non-empty document (``multiple-documents``),
-    excessive aliasing, NaN/Inf values. Source: KUBELET.md "How a file is decoded".
+
+def json_prefixed(data: bytes) -> bool:
+    """True when the kubelet reads ``data`` as JSON: its first non-space character is ``{``.
+
+    apimachinery ``util/yaml.ToJSON``: ``hasJSONPrefix`` trims leading ``unicode.IsSpace`` runes
+    (decoded as UTF-8; an invalid byte stops the trim) and looks for ``{``; such bytes go to the
+    strict JSON decoder *as is*, anything else through sigs.k8s.io/yaml. KUBELET.md "How a file
+    is decoded"; pkg/kubelet/config/common.go tryDecodeSinglePod.
     """
-    if len(data) > max_bytes:
-        raise too_large(len(data), max_bytes)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = data[: exc.start]
-        line = before.count(b"\n") + 1
-        col = len(before) - (before.rfind(b"\n") + 1) + 1
+    i = 0
+    n = len(data)
+    while i < n:
+        b = data[i]
+        if b == 0x7B:  # '{'
+            return True
+        if b < 0x80:
+            if chr(b) not in _GO_SPACE:
+                return False
+            i += 1
+            continue
+        width = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
+        try:
+            ch = data[i : i + width].decode("utf-8") if width else ""
+        except UnicodeDecodeError:
+            return False
+        if ch not in _GO_SPACE:
+            return False
+        i += width
+    return False
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    before = data[:offset]
+    return before.count(b"\n") + 1, len(before) - (before.rfind(b"\n") + 1) + 1
+
+
+def _text_of(data: bytes) -> tuple[str, str]:
+    """``(text, encoding)`` as go-yaml v2 reads the bytes (reader.go determine_encoding: a UTF-16
+    BOM selects UTF-16, anything else is UTF-8). Raises DecodeProblem ``not-utf8`` (refused)."""
+    if data.startswith(_UTF32_BOMS):
         raise DecodeProblem(
             "not-utf8",
-            f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid UTF-8",
+            "the file is UTF-32 (it starts with a UTF-32 byte order mark): the kubelet's YAML decoder reads "
+            "only UTF-8 and UTF-16, so it cannot parse this file and drops its pod",
+            line=1,
+            column=1,
+            hint="save the file as UTF-8",
+        )
+    for bom, codec, name in ((b"\xff\xfe", "utf-16-le", "utf-16-le"), (b"\xfe\xff", "utf-16-be", "utf-16-be")):
+        if data.startswith(bom):
+            try:
+                return "\ufeff" + data[2:].decode(codec), name
+            except UnicodeDecodeError as exc:
+                raise DecodeProblem(
+                    "not-utf8",
+                    f"the file starts with a {name.upper()} byte order mark but bytes at offset {exc.start + 2} "
+                    "are not valid UTF-16: the kubelet cannot parse it and drops its pod",
+                    hint="save the file as UTF-8",
+                ) from None
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError as exc:
+        line, col = _position(data, exc.start)
+        raise DecodeProblem(
+            "not-utf8",
+            f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid UTF-8: the kubelet's YAML "
+            "decoder refuses the file and drops its pod",
             line=line,
             column=col,
             hint="save the file as UTF-8",
         ) from None
+
+
+_BOM = "\ufeff"
+_INNER_BOM = "\ufdd0"  # a noncharacter libyaml reads like any other plain character
+
+
+def _hide_inner_boms(text: str) -> str:
+    """go-yaml v2 skips a byte order mark only at the start of the stream; later ones are ordinary
+    characters (``a: 1\n<BOM>b: 2`` has a key "<BOM>b"), where libyaml skips one at the start of
+    any line. Found by the differential test (tests/validate/test_differential_go.py). Later BOMs
+    are swapped for :data:`_INNER_BOM` while composing and swapped back in every string."""
+    start = 0
+    while start < len(text) and start < 2 and text[start] == _BOM:
+        start += 1
+    if _BOM not in text[start:] or _INNER_BOM in text:
+        return text
+    return text[:start] + text[start:].replace(_BOM, _INNER_BOM)
+
+
+def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
+    """Decode bytes as the kubelet does (apimachinery ``util/yaml.ToJSON``): the first layer.
+
+    A file whose first non-space byte is ``{`` is strict JSON (:func:`json_prefixed`,
+    :mod:`staticpodd.jsondecode`); anything else goes through sigs.k8s.io/yaml ``YAMLToJSON``
+    (go-yaml v2, first document only). Source: KUBELET.md "How a file is decoded".
+
+    Raises :class:`DecodeProblem` for what the kubelet refuses: size over 10 MiB (``too-large``),
+    bytes that are not UTF-8/UTF-16 (``not-utf8``), syntax (``yaml-syntax``, ``yaml-tab``,
+    ``json-syntax``), excessive aliasing, NaN/Inf values (``yaml-unsupported-value``). What only
+    staticpodd refuses is returned in :attr:`Decoded.notes` and decoding goes on with what the
+    kubelet would run: duplicate keys (``yaml-duplicate-key``, the last value wins), later
+    documents (``multiple-documents``), a size over ``max_bytes`` (``too-large``).
+    """
+    if len(data) > KUBELET_MAX_BYTES:
+        raise too_large(len(data), max_bytes)
+    notes: list[DecodeProblem] = []
+    if len(data) > max_bytes:
+        notes.append(too_large(len(data), max_bytes))
+    if json_prefixed(data):
+        from staticpodd.jsondecode import decode_json
+
+        doc, positions, json_notes = decode_json(data)
+        return Decoded(doc, positions, 0, tuple(notes + json_notes), "json", "utf-8")
+    text, encoding = _text_of(data)
+    hidden = _hide_inner_boms(text)
+    hid_boms = hidden is not text
+    text = hidden
     try:
-        nodes = _compose_all(text)
+        first, later, later_error = _compose_first(text)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:  # a control character (NUL, ESC …): PyYAML gives a position only
@@ -579,23 +804,40 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
         ) from None
     except yaml.YAMLError as exc:  # pragma: no cover - other unmarked errors
         raise DecodeProblem("yaml-syntax", str(exc)) from None
-    if not nodes:
-        return Decoded(None, {}, 0)
+    if first is None:
+        return Decoded(None, {}, 0, tuple(notes), "yaml", encoding)
     extra = 0
-    for later in nodes[1:]:
-        if isinstance(later, yaml.ScalarNode) and later.tag == _PLAIN and later.value == "":
+    for node in later:
+        if isinstance(node, yaml.ScalarNode) and node.tag == _PLAIN and node.value == "":
             extra += 1
             continue
-        raise _problem(
+        note = _problem(
             "multiple-documents",
-            "file holds more than one YAML document; the kubelet reads only the first and ignores the rest",
-            later,
+            "file holds more than one YAML document: the kubelet runs the first and ignores the rest; "
+            "staticpodd refuses the file",
+            node,
             hint="put each Pod in its own file; other kinds do not belong in the manifest directory",
         )
-    builder = _Builder()
-    doc = builder.build(nodes[0], "")
+        note.kubelet = "accepts"
+        notes.append(note)
+        break
+    else:
+        if later_error is not None:
+            mark = getattr(later_error, "problem_mark", None)
+            note = DecodeProblem(
+                "multiple-documents",
+                "file holds more than one YAML document (a later one does not even parse): the kubelet runs "
+                "the first and ignores the rest; staticpodd refuses the file",
+                line=mark.line + 1 if mark is not None else None,
+                column=mark.column + 1 if mark is not None else None,
+                hint="put each Pod in its own file; remove what follows the first document",
+                kubelet="accepts",
+            )
+            notes.append(note)
+    builder = _Builder(text, hid_boms=hid_boms)
+    doc = builder.build(first, "")
     builder.positions.pop("", None)
-    return Decoded(doc, builder.positions, extra)
+    return Decoded(doc, builder.positions, extra, tuple(notes + builder.notes), "yaml", encoding)
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> DecodeProblem:
@@ -641,6 +883,7 @@ def _finding_from(problem: DecodeProblem, path: str) -> Any:
         field=problem.field,
         message=problem.message,
         hint=problem.hint,
+        kubelet=problem.kubelet,
     )
 
 
@@ -659,7 +902,8 @@ def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES
     """Parse ``data`` (the bytes of the file at ``path``) into a :class:`Manifest`.
 
     Reads like the kubelet (see :func:`decode`) and checks it is one ``apiVersion: v1``,
-    ``kind: Pod`` with a ``metadata.name``. ``path`` is only used in messages.
+    ``kind: Pod`` with a ``metadata.name``; staticpodd's strictness (:attr:`Decoded.notes`:
+    duplicate keys, later documents, size) is refused too. ``path`` is only used in messages.
     Raises :class:`staticpodd.errors.InvalidManifest` whose ``findings`` hold the reasons,
     with ``path``/``line``/``column``/``field`` of the first.
     """
@@ -676,7 +920,7 @@ def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES
             field=problem.field,
             hint=problem.hint,
         ) from None
-    errors = check_identity(decoded.doc, decoded.positions, path)
+    errors = [_finding_from(n, path) for n in decoded.notes] + check_identity(decoded.doc, decoded.positions, path)
     if errors:
         first = errors[0]
         raise InvalidManifest(

@@ -126,13 +126,40 @@ def over_our_limit_only(findings: Iterable[Any], size: int | None) -> int | None
     return size
 
 
-def invalid_sentence(file_name: str, summary: str, *, ours_only: int | None, limit: int | None) -> tuple[str, int]:
+def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
+    """True when the kubelet itself refuses the file these findings are about (it drops the pod),
+    False when only staticpodd's own strictness refuses it (duplicate keys, a second document, a
+    size over ``max_manifest_bytes`` but within 10 MiB ...: the kubelet runs it).
+
+    The gate of ``on_invalid: restore`` and of every message saying "the kubelet drops its pod"
+    (issue 10 "Two levels, not one"). ``findings``: Finding objects or dicts with ``kubelet``
+    (staticpodd.validate.verdict); ``size``: the file's real size, for findings made without a
+    ``kubelet`` level. KUBELET.md "What the kubelet refuses", "How a file is decoded".
+    """
+    from .validate.verdict import kubelet_refuses
+
+    items = list(findings)
+    if over_our_limit_only(items, size) is not None:
+        return False
+    return kubelet_refuses(items)
+
+
+def invalid_sentence(
+    file_name: str, summary: str, *, ours_only: int | None, limit: int | None, refused: bool = True
+) -> tuple[str, int]:
     """``(MESSAGE start, priority)`` of an INVALID_LIVE report, without the policy note.
 
-    A file the kubelet refuses: ERR, "the kubelet drops its pod at the next relist". A file over
-    only staticpodd's ``max_manifest_bytes`` (``ours_only`` is its size, see
-    :func:`over_our_limit_only`): WARNING, and the message says the kubelet still runs it.
+    A file the kubelet refuses (``refused``, see :func:`kubelet_drops`): ERR, "the kubelet drops
+    its pod at the next relist". A file over only staticpodd's ``max_manifest_bytes``
+    (``ours_only`` is its size, see :func:`over_our_limit_only`), or refused only by staticpodd's
+    other rules (``refused`` False): WARNING, and the message says the kubelet still runs it.
     """
+    if ours_only is None and not refused:
+        return (
+            f"{file_name} fails staticpodd's own rules ({summary or 'see staticpodctl validate'}); the kubelet "
+            "runs it as written, so its pod keeps running",
+            WARNING,
+        )
     if ours_only is not None:
         return (
             f"{file_name} is {ours_only} bytes, over staticpodd's limit max_manifest_bytes="
@@ -221,10 +248,18 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
             skip = "not restored: a leftover is never put back (on_stray decides)"
         else:
             skip = None
+        size = (sizes or {}).get(str(file_name))
+        refused = kubelet_drops(findings, size)
+        if skip is None and not refused:
+            skip = (
+                "not restored: the kubelet runs this file (on_invalid=restore acts only on files the kubelet "
+                "refuses)"
+            )
         restore = skip is None
-        ours_only = over_our_limit_only(findings, (sizes or {}).get(str(file_name)))
+        ours_only = over_our_limit_only(findings, size)
         text, prio = invalid_sentence(
-            str(file_name), summary, ours_only=ours_only, limit=getattr(config, "max_manifest_bytes", None)
+            str(file_name), summary, ours_only=ours_only, limit=getattr(config, "max_manifest_bytes", None),
+            refused=refused,
         )
         plan.reports.append(
             Report(
@@ -237,6 +272,7 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
                     "policy": policy,
                     "policy_action": "restore" if restore else "none",
                     "size": ours_only,
+                    "kubelet": "refuses" if refused else "accepts",
                 },
             )
         )
@@ -435,6 +471,7 @@ __all__ = [
     "Report",
     "finding_event",
     "invalid_sentence",
+    "kubelet_drops",
     "is_directory_finding",
     "over_our_limit_only",
     "restore_note",

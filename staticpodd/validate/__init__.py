@@ -13,6 +13,11 @@ Layers (each rule cites its source in its docstring):
 5. likely mistakes -- :mod:`.mistakes`
 6. node fit -- :mod:`.nodefit`
 7. directory level -- :mod:`.directory`
+
+Two levels: each :class:`Finding` says what the kubelet itself does (``Finding.kubelet``:
+"refuses", "fails-admission", "accepts"); :func:`verdict` sums up one file and
+:func:`kubelet_refuses` is the daemon's ``on_invalid: restore`` gate. staticpodd's own
+strictness is listed in :data:`staticpodd.validate.codes.STRICTNESS`.
 """
 
 from __future__ import annotations
@@ -25,21 +30,30 @@ from typing import Any
 from staticpodd.errors import InvalidManifest
 from staticpodd.manifest import DecodeProblem, Manifest, decode
 from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Context, Options, parse_version
-from staticpodd.validate.findings import Finding
+from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
 from staticpodd.validate.identity import identity_findings
+from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
 
 __all__ = [
     "DEFAULT_VERSION",
     "SUPPORTED_VERSIONS",
     "VALIDATOR_ID",
+    "KUBELET_ACCEPTS",
+    "KUBELET_FAILS_ADMISSION",
+    "KUBELET_REFUSES",
     "Finding",
     "Options",
+    "Verdict",
     "gate",
     "has_errors",
+    "kubelet_refused",
+    "kubelet_refuses",
     "parse_version",
+    "strictness_only",
     "validate_bytes",
     "validate_directory",
     "validate_path",
+    "verdict",
 ]
 
 _STOP_CODES = {
@@ -80,6 +94,7 @@ def _problem_finding(problem: DecodeProblem, path: str) -> Finding:
         problem.field,
         problem.message,
         problem.hint,
+        problem.kubelet,
     )
 
 
@@ -87,8 +102,27 @@ def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list
     try:
         decoded = decode(data, max_bytes=options.max_bytes)
     except DecodeProblem as problem:
-        return None, {}, [_problem_finding(problem, path)]
-    findings: list[Finding] = []
+        found = [_problem_finding(problem, path)]
+        if problem.code != "too-large" and len(data) > options.max_bytes:
+            from staticpodd.manifest import too_large
+
+            found.insert(0, _problem_finding(too_large(len(data), options.max_bytes), path))
+        return None, {}, found
+    findings: list[Finding] = [_problem_finding(n, path) for n in decoded.notes]
+    if decoded.encoding != "utf-8":
+        findings.append(
+            Finding(
+                "utf16",
+                "info",
+                path,
+                1,
+                1,
+                None,
+                f"the file is {decoded.encoding.upper()} (it starts with a byte order mark): the kubelet's "
+                "YAML decoder reads it, but most tools (grep, diff, kubeadm) expect UTF-8",
+                "save it as UTF-8",
+            )
+        )
     if decoded.extra_documents:
         findings.append(
             Finding(
@@ -138,16 +172,27 @@ def gate(data: bytes, path: str, options: Options | None = None) -> tuple[Manife
     """The engine's gate for apply/edit/rollback/unpark: ``(Manifest, non-error findings)``.
 
     Raises :class:`staticpodd.errors.InvalidManifest` with ``findings`` = all findings and the
-    first error's path/line/column/field/hint when any finding is an error.
+    path/line/column/field/hint of the first error the kubelet refuses (else of the first
+    error) when any finding is an error; its message ends by saying which level refused it
+    ("the kubelet would refuse this file", or staticpodd's own rules: see :func:`verdict`).
     """
     opts = options or _DEFAULT_OPTIONS
     doc, positions, findings = _validate(data, path, opts)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
-        first = errors[0]
+        refused = kubelet_refused(errors)
+        first = refused[0] if refused else errors[0]
         more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        if refused:
+            level = "the kubelet would refuse this file"
+        else:
+            level = (
+                "the kubelet would run this file, but staticpodd refuses it by its own rules ("
+                + ", ".join(dict.fromkeys(f.code for f in errors))
+                + "; README \"Validation that agrees with the kubelet\")"
+            )
         raise InvalidManifest(
-            f"{first.message}{more}",
+            f"{first.message}{more}; {level}",
             findings=findings,
             path=first.path,
             line=first.line,

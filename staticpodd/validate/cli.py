@@ -53,6 +53,14 @@ def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="node memory capacity, e.g. 16Gi (default: /proc/meminfo)",
     )
     p.add_argument(
+        "--kubelet-config",
+        default=None,
+        metavar="FILE",
+        help="the kubelet's KubeletConfiguration (e.g. /var/lib/kubelet/config.yaml): its kubeReserved, "
+        "systemReserved and evictionHard memory.available set the node's allocatable for the node-fit check "
+        "(default: none reserved, memory.available 100Mi, as the kubelet's defaults)",
+    )
+    p.add_argument(
         "--no-host-checks",
         action="store_true",
         help="do not look at this machine's paths (validating for another node)",
@@ -76,7 +84,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         return _usage(out, as_json, str(exc))
     from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
-    capacity: dict[str, int] = {}
+    capacity: dict[str, Any] = {}
     for key in ("cpu_capacity_millis", "memory_capacity_bytes"):
         if getattr(base, key, None) is not None:
             capacity[key] = getattr(base, key)
@@ -90,6 +98,18 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
             if q is None or q <= 0:
                 return _usage(out, as_json, f"--{attr.replace('_', '-')}: not a positive quantity: {raw!r}")
             capacity[key] = conv(q)
+    reservations: dict[str, Any] = {}
+    kubelet_config = getattr(args, "kubelet_config", None)
+    if kubelet_config:
+        from staticpodd.validate.nodefit import kubelet_reservations
+
+        try:
+            with open(kubelet_config, "rb") as fh:
+                reservations = kubelet_reservations(fh.read())
+        except OSError as exc:
+            return _usage(out, as_json, f"--kubelet-config {kubelet_config}: cannot read: {exc.strerror or exc}")
+        except ValueError as exc:
+            return _usage(out, as_json, f"--kubelet-config {kubelet_config}: {exc}")
     options = Options(
         kubernetes_version=version,
         strict=bool(args.strict),
@@ -97,9 +117,11 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         node_name=getattr(args, "node_name", None) or base.node_name,
         check_host=not getattr(args, "no_host_checks", False),
         **capacity,
+        **reservations,
     )
     findings = []
     files = []
+    checked: list[str] = []
     manifests = 0
     for raw in args.paths:
         try:
@@ -111,6 +133,10 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         files.append(raw)
         findings.extend(found)
         manifests += _manifest_count(raw)
+        checked.extend(_checked_files(raw))
+    verdicts = _verdicts(checked, findings)
+    not_run = sum(1 for _p, v in verdicts if not v.kubelet_runs)
+    ours_only = sum(1 for _p, v in verdicts if v.kubelet_runs and v.staticpodd == "refuses")
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
     ok = not has_errors(findings)
@@ -122,7 +148,14 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
                 "ok": ok,
                 "files": files,
                 "findings": [f.to_dict() for f in findings],
-                "summary": {"errors": errors, "warnings": warnings, "manifests": manifests},
+                "verdicts": [{"path": p, **v.to_dict()} for p, v in verdicts],
+                "summary": {
+                    "errors": errors,
+                    "warnings": warnings,
+                    "manifests": manifests,
+                    "kubelet_refuses": not_run,
+                    "staticpodd_only": ours_only,
+                },
             }),
             out,
             separators=(",", ":"),
@@ -131,15 +164,59 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
     else:
         for f in findings:
             out.write(safe(printable_name(f.format())) + "\n")
+        if len(verdicts) > 1:
+            for p, v in verdicts:
+                if v.staticpodd == "refuses" or not v.kubelet_runs:
+                    out.write(safe(printable_name(f"{p}: {v.sentence()}")) + "\n")
         noun = "manifest" if manifests == 1 else "manifests"
         where = ""
         if any(os.path.isdir(p) for p in files):
             where = f" in {len(files)} path{'s' if len(files) != 1 else ''}"
         out.write(
             f"{manifests} {noun}{where} checked against Kubernetes {version}: "
-            f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}\n"
+            f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
+            f"{_verdict_summary(verdicts, not_run, ours_only)}\n"
         )
     return EXIT_OK if ok else EXIT_FAILURE
+
+
+def _checked_files(path: str) -> list[str]:
+    """The file paths (as findings name them) that validating ``path`` judged: ``path`` itself,
+    or each non-dot regular file of a directory (KUBELET.md "Which files are pods")."""
+    if not os.path.isdir(path):
+        return [path]
+    try:
+        with os.scandir(path) as it:
+            names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_file())
+    except OSError:
+        return []
+    return [str(Path(path) / n) for n in names]
+
+
+def _verdicts(checked: list[str], findings: list) -> list:
+    """``[(path, Verdict)]`` for every checked file, in order (staticpodd.validate.verdict)."""
+    from staticpodd.validate.verdict import verdict
+
+    by_path: dict[str, list] = {p: [] for p in checked}
+    for f in findings:
+        if f.path in by_path:
+            by_path[f.path].append(f)
+    return [(p, verdict(fs)) for p, fs in by_path.items()]
+
+
+def _verdict_summary(verdicts: list, not_run: int, ours_only: int) -> str:
+    """The end of the summary line: the kubelet's verdict, told apart from staticpodd's."""
+    if len(verdicts) == 1:
+        v = verdicts[0][1]
+        if v.staticpodd == "accepts" and v.kubelet_runs:
+            return ""
+        return f"; {v.sentence()}"
+    parts = []
+    if not_run:
+        parts.append(f"the kubelet would not run {not_run} of {len(verdicts)} files")
+    if ours_only:
+        parts.append(f"{ours_only} more {'is' if ours_only == 1 else 'are'} refused only by staticpodd's own rules")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def _manifest_count(path: str) -> int:

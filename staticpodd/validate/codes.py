@@ -1,9 +1,14 @@
 """Every finding code the validator can emit: part of the ``--json`` contract; never rename one.
 
-``CODES[code] = (layer, severity, source)``. ``severity`` is the usual one: ``schema-unknown-field``
-becomes an error with ``strict``; ``api-object-reference`` is a warning for kubelets before
-v1.34. ``host-port-conflict`` is never reported between files that define one pod (the
-kubelet runs only one of them; ``duplicate-pod`` covers them).
+``CODES[code] = (layer, severity, source)``. :data:`KUBELET` says what the kubelet itself does
+with a file that has an *error* of that code (the two levels: issue 10, KUBELET.md "How a file is
+decoded", "What the kubelet refuses"); :data:`STRICTNESS` lists every deliberate strictness (an
+error staticpodd makes where the kubelet runs the file), each pinned by a test in
+``tests/validate/test_verdicts.py`` and listed in README "Validation that agrees with the kubelet".
+``severity`` is the usual one: ``schema-unknown-field`` becomes an error with ``strict``;
+``api-object-reference`` is a warning for kubelets before v1.34. ``host-port-conflict`` is
+never reported between files that define one pod (the kubelet runs only one of them;
+``duplicate-pod`` covers them).
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ CODES: dict[str, tuple[int, str, str]] = {
     "yaml-duplicate-key": (1, "error", "KUBELET.md 'How a file is decoded' (fatal in new decoders)"),
     "yaml-excessive-aliasing": (1, "error", "go-yaml v2 decode.go allowedAliasRatio"),
     "yaml-unsupported-value": (1, "error", "encoding/json: NaN/Inf cannot be encoded by YAMLToJSON"),
+    "json-syntax": (1, "error", "apimachinery util/yaml ToJSON hasJSONPrefix: a file starting with '{' is strict JSON"),
     "multiple-documents": (1, "error", "KUBELET.md 'How a file is decoded' (only the first document is read)"),
     "empty-extra-document": (1, "info", "a trailing '---' is an empty document the kubelet ignores"),
+    "utf16": (1, "info", "go-yaml v2 reader: a UTF-16 byte order mark selects UTF-16"),
     "not-regular-file": (1, "error", "pkg/kubelet/config/file.go (non-regular entries are skipped)"),
     "unreadable": (1, "error", "the file cannot be read"),
     # 2. kind and identity -- pkg/kubelet/config/common.go tryDecodeSinglePod, applyDefaults
@@ -53,6 +60,7 @@ CODES: dict[str, tuple[int, str, str]] = {
     "dns-policy-host-network": (4, "info", "pkg/kubelet/network/dns (ClusterFirst falls back for hostNetwork)"),
     # 5. likely mistakes
     "priority-without-class": (5, "warning", "Priority admission refuses the mirror pod"),
+    "priority-class-unresolved": (5, "warning", "the kubelet never resolves priorityClassName: priority stays 0"),
     "argv-shell-syntax": (5, "warning", "CRI exec argv semantics"),
     "hostpath-missing": (5, "warning", "pkg/volume/hostpath checkType; runtime auto-creates directories"),
     "image-unpinned": (5, "warning", "SetDefaults_Container: imagePullPolicy Always for :latest"),
@@ -69,3 +77,49 @@ CODES: dict[str, tuple[int, str, str]] = {
     "host-port-conflict": (7, "error", "NodePorts admission predicate"),
     "loose-permissions": (7, "warning", "kubeadm writes 0600 root:root"),
 }
+
+
+_REFUSES, _ADMISSION, _ACCEPTS = "refuses", "fails-admission", "accepts"
+
+KUBELET: dict[str, str] = {
+    **{code: _REFUSES for code in CODES},
+    # what the kubelet runs although staticpodd refuses it (see STRICTNESS)
+    "yaml-duplicate-key": _ACCEPTS,
+    "multiple-documents": _ACCEPTS,
+    "schema-unknown-field": _ACCEPTS,
+    "duplicate-pod": _ACCEPTS,
+    # read, then refused at admission on the node (phase Failed)
+    "out-of-cpu": _ADMISSION,
+    "out-of-memory": _ADMISSION,
+    "host-port-conflict": _ADMISSION,
+}
+"""``code -> what the kubelet does`` with a file holding an *error* of that code: ``"refuses"``
+(drops the pod), ``"fails-admission"`` or ``"accepts"``. The usual level only: a finding may say
+otherwise (``too-large`` under 10 MiB, ``not-utf8`` in a JSON file: "accepts"); warnings are
+always "accepts"."""
+
+STRICTNESS: dict[str, str] = {
+    "yaml-duplicate-key": "a mapping key given twice: the kubelet accepts the file and the last value wins "
+    "(YAML and JSON); staticpodd refuses it, because nobody can tell which value the author meant",
+    "multiple-documents": "a second YAML document after the Pod: the kubelet runs the first document and "
+    "ignores the rest; staticpodd refuses the file (a file whose first document is not a Pod is refused "
+    "by the kubelet too)",
+    "too-large": "a file over max_manifest_bytes (default 1 MiB) but at most 10 MiB: the kubelet runs it "
+    "(its limit is 10 MiB, maxConfigLength); staticpodd refuses it",
+    "not-utf8": "bytes that are not UTF-8 inside the strings of a file starting with '{': the kubelet's JSON "
+    "decoder replaces them with U+FFFD and runs the pod; staticpodd refuses the file (in YAML the kubelet "
+    "refuses it too)",
+    "schema-unknown-field": "with --strict only: an unknown field is an error; the kubelet drops the field "
+    "and runs the pod",
+    "duplicate-pod": "two files define one namespace/name: the kubelet runs the lexically last file and "
+    "ignores the other; staticpodd refuses the directory",
+}
+"""Every deliberate strictness: ``code -> what the kubelet does instead``. Each is pinned by a test
+(tests/validate/test_verdicts.py) and listed in the README; any other disagreement with the kubelet
+is a bug."""
+
+
+def kubelet_level(code: str) -> str:
+    """What the kubelet usually does with a file holding an error ``code`` (see :data:`KUBELET`);
+    ``"refuses"`` for a code not in the table (an unknown error is assumed fatal)."""
+    return KUBELET.get(code, _REFUSES)

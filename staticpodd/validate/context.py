@@ -23,6 +23,11 @@ class Options:
     ``max_bytes``: size cap for one file (the kubelet's own is 10 MB).
     ``node_name``: the kubelet's node name (appended to pod names); None -> this host's name.
     ``cpu_capacity_millis`` / ``memory_capacity_bytes``: node capacity; None -> /proc.
+    ``cpu_reserved_millis`` / ``memory_reserved_bytes``: the kubelet's kubeReserved plus
+    systemReserved (default 0, as the kubelet's). ``memory_eviction_hard``: its evictionHard
+    ``memory.available`` threshold, a quantity (``"100Mi"``, the kubelet's default) or a
+    percentage of capacity (``"5%"``). Pods are admitted against allocatable = capacity minus
+    those (KUBELET.md "What the kubelet refuses"; pkg/kubelet/cm/helpers.go).
     ``check_host``: check hostPath paths on this machine (False when validating for another node).
     """
 
@@ -33,6 +38,9 @@ class Options:
     cpu_capacity_millis: int | None = None
     memory_capacity_bytes: int | None = None
     check_host: bool = True
+    cpu_reserved_millis: int = 0
+    memory_reserved_bytes: int = 0
+    memory_eviction_hard: str = "100Mi"
 
     def resolved_node_name(self) -> str:
         """The node name the kubelet would use: ``node_name`` or the lower-cased host name."""

@@ -70,8 +70,9 @@ def _stray_hint(name: str) -> str:
 def read_file_findings(p: Path, display: str, options: Options, validate: ValidateFn) -> list[Finding]:
     """Validate one file given by path (any name). Raises OSError when it cannot be opened/read.
 
-    A non-regular file (FIFO, device) is an error finding; a file over ``options.max_bytes`` is
-    refused without reading it all.
+    A non-regular file (FIFO, device) is an error finding; a file over the kubelet's 10 MiB is
+    refused without reading it all; one over ``options.max_bytes`` but within 10 MiB is read and
+    judged whole (``too-large`` is then staticpodd's strictness: the kubelet runs it).
     """
     return _read_one(p, display, options, validate)[2]
 
@@ -98,11 +99,15 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
                     )
                 ],
             )
-        if st.st_size > options.max_bytes:
-            # refused by size without reading it all; the message gives the real size (fstat)
+        from staticpodd.manifest import KUBELET_MAX_BYTES
+
+        if st.st_size > KUBELET_MAX_BYTES:
+            # over the kubelet's own limit: refused by size without reading it all; the message
+            # gives the real size (fstat)
             return None, {}, [_too_large_finding(st.st_size, display, options)]
-        data = fh.read(options.max_bytes + 1)
-        if len(data) > options.max_bytes:  # grew since the fstat
+        # up to 10 MiB the kubelet reads the whole file: so do we (over max_bytes it is our strictness)
+        data = fh.read(KUBELET_MAX_BYTES + 1)
+        if len(data) > KUBELET_MAX_BYTES:  # grew since the fstat
             return None, {}, [_too_large_finding(max(len(data), os.fstat(fh.fileno()).st_size), display, options)]
     return validate(data, display, options)
 
@@ -112,7 +117,7 @@ def _too_large_finding(size: int, display: str, options: Options) -> Finding:
     from staticpodd.manifest import too_large
 
     problem = too_large(size, options.max_bytes)
-    return Finding(problem.code, "error", display, None, None, None, problem.message, problem.hint)
+    return Finding(problem.code, "error", display, None, None, None, problem.message, problem.hint, problem.kubelet)
 
 
 _DEFAULT_SECURE_PORT = {"kube-apiserver": 6443, "kube-controller-manager": 10257, "kube-scheduler": 10259}

@@ -22,9 +22,12 @@ def rule_priority(ctx: Context) -> None:
     """
     spec = ctx.spec
     prio = spec.get("priority")
+    cls = spec.get("priorityClassName")
+    if prio is None and isinstance(cls, str) and cls:
+        _class_without_priority(ctx, cls)
+        return
     if not isinstance(prio, int) or isinstance(prio, bool):
         return
-    cls = spec.get("priorityClassName")
     if not cls:
         ctx.add(
             "priority-without-class",
@@ -43,6 +46,36 @@ def rule_priority(ctx: Context) -> None:
             f"priority {prio} does not match {cls} ({_SYSTEM_PRIORITY[cls]}): the API server refuses the mirror pod",
             f"drop priority or set it to {_SYSTEM_PRIORITY[cls]}",
         )
+
+
+def _class_without_priority(ctx: Context, cls: str) -> None:
+    """``priorityClassName`` without ``priority``: code ``priority-class-unresolved`` (warning).
+
+    The kubelet never resolves a PriorityClass (only the API server's Priority admission does,
+    for the mirror pod), so on the node the pod's priority is ``spec.priority`` or 0: the
+    priority groups of graceful node shutdown (``shutdownGracePeriodByPodPriority``,
+    pkg/kubelet/nodeshutdown/nodeshutdown_manager.go groupByPriority) and the eviction ranking
+    (pkg/kubelet/eviction/helpers.go, corev1helpers.PodPriority) see 0. The pod is still
+    critical because it is static (pkg/kubelet/types/pod_update.go IsCriticalPod), so it is not
+    evicted and preempts at admission. A class the API server does not know refuses the mirror pod.
+    kubeadm writes both (``priority: 2000001000`` with ``system-node-critical``).
+    """
+    value = _SYSTEM_PRIORITY.get(cls)
+    if value is not None:
+        message = (
+            f"priorityClassName {cls} without priority: the kubelet never resolves priority classes, so on this "
+            "node the pod's priority is 0 (graceful node shutdown by pod priority stops it with the lowest "
+            "group); it stays critical because it is a static pod"
+        )
+        hint = f"add priority: {value} (kubeadm writes both)"
+    else:
+        message = (
+            f"priorityClassName {cls!r} without priority: the kubelet never resolves priority classes, so on "
+            "this node the pod's priority is 0 whatever the class says; and unless a PriorityClass of that "
+            "name exists in the cluster, the API server refuses the mirror pod (invisible in kubectl)"
+        )
+        hint = "set priority to the class's value, or use system-node-critical with priority: 2000001000"
+    ctx.add("priority-class-unresolved", "warning", "spec.priorityClassName", message, hint)
 
 
 def _is_shell(argv: list) -> bool:

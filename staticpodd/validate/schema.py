@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from functools import cache
 from pathlib import Path
@@ -83,7 +84,10 @@ def available_versions() -> list[str]:
 
 
 def _type_name(value: Any) -> str:
-    return _JSON_TYPE.get(type(value), type(value).__name__)
+    t = _JSON_TYPE.get(type(value))
+    if t is None:
+        t = next((name for py, name in _JSON_TYPE.items() if isinstance(value, py)), type(value).__name__)
+    return t
 
 
 def _matches(value: Any, types: Any) -> bool:
@@ -202,6 +206,20 @@ class _Checker:
         )
 
     def type_error(self, path: str, value: Any, wanted: str) -> None:
+        literal = getattr(value, "literal", None)  # a JSON number with a fraction/exponent (jsondecode)
+        if literal is not None and "integer" in wanted:
+            finite_whole = math.isfinite(value) and float(value).is_integer()
+            whole = f"write it as digits only: {int(value)}" if finite_whole else "write a whole number"
+            self.ctx.add(
+                "schema-type",
+                "error",
+                path or None,
+                f"{literal} must be an integer here, and the file starts with '{{', so the kubelet decodes it as "
+                f"strict JSON and refuses it (json: cannot unmarshal number {literal} into a Go value of type "
+                "int32/int64); YAML would have read it as a whole number",
+                whole,
+            )
+            return
         got = _type_name(value)
         shown = json.dumps(value) if not isinstance(value, (dict, list)) else got
         hint = None

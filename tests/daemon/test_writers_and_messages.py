@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from daemon_harness import (
@@ -161,8 +162,9 @@ def test_a_stray_is_not_quarantined_while_it_is_open_for_writing(tmp_path, run_d
 
 def test_a_valid_manifest_over_our_size_limit_says_the_kubelet_still_runs_it(tmp_path, run_daemon):
     """1.2 MB put in place with cp+mv: over staticpodd's max_manifest_bytes (1 MiB) but under the
-    kubelet's 10 MiB (pkg/kubelet/config/file.go maxConfigLength). Under restore it is reverted,
-    and the message says that this is staticpodd's own limit, not the kubelet's."""
+    kubelet's 10 MiB (pkg/kubelet/config/file.go maxConfigLength). The kubelet runs it, so even
+    under restore it is left alone (on_invalid=restore acts only on what the kubelet refuses:
+    issue 10 "Two levels"), and the message says that this is staticpodd's own limit."""
     root = make_root(tmp_path, "on_invalid: restore\ndebounce: 0.2\n")
     mdir = root / MANIFESTS
     live = mdir / "kube-scheduler.yaml"
@@ -178,9 +180,11 @@ def test_a_valid_manifest_over_our_size_limit_says_the_kubelet_still_runs_it(tmp
     msg = e["MESSAGE"]
     assert f"is {len(big)} bytes, over staticpodd's limit max_manifest_bytes=1048576" in msg, msg
     assert "still runs it" in msg and "drops its pod" not in msg, msg
-    assert "on_invalid=restore enforces staticpodd's own size limit" in msg, msg
-    assert e["PRIORITY"] == "4" and e["SIZE"] == str(len(big))
-    wait_until(lambda: live.read_bytes() == good, what="restored")
+    assert "not restored: the kubelet runs this file" in msg, msg
+    assert e["PRIORITY"] == "4" and e["SIZE"] == str(len(big)) and e["KUBELET"] == "accepts"
+    assert e["POLICY_ACTION"] == "none"
+    time.sleep(1.0)  # well past the 0.2 s debounce: nothing was put back
+    assert live.read_bytes() == big
     assert sha(big) in [v.digest for v in history(root, "kube-scheduler")]
 
 

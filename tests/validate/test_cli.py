@@ -48,10 +48,11 @@ def test_exit_0_with_warnings_and_1_with_errors(tmp_path):
     assert rc == 1
     first = text.splitlines()
     assert any(
-        line.startswith(f"{bad}:6:16: error[schema-type]: ") and line.endswith("[spec.hostNetwork]") for line in first
+        line.startswith(f"{bad}:6:16: error[schema-type] (the kubelet refuses it): ") and line.endswith("[spec.hostNetwork]") for line in first
     )
     assert any(line.startswith("    hint: remove the quotes") for line in first)
-    assert first[-1] == "2 manifests checked against Kubernetes 1.37: 1 error, 1 warning"
+    assert first[-1] == "2 manifests checked against Kubernetes 1.37: 1 error, 1 warning; the kubelet would not run 1 of 2 files"
+    assert f"{bad}: the kubelet refuses it (it drops the pod)" in first
 
 
 def test_exit_1_for_unreadable_paths_and_2_for_unknown_versions(tmp_path):
@@ -77,12 +78,19 @@ def test_json_output_is_one_stable_object(tmp_path):
     rc, text = run("--json", str(bad))
     doc = json.loads(text)
     assert rc == 1
-    assert set(doc) == {"format_version", "command", "ok", "files", "findings", "summary"}
+    assert set(doc) == {"format_version", "command", "ok", "files", "findings", "verdicts", "summary"}
     assert (doc["format_version"], doc["command"], doc["ok"], doc["files"]) == (1, "validate", False, [str(bad)])
-    assert doc["summary"] == {"errors": 1, "warnings": 0, "manifests": 1}
+    assert doc["summary"] == {
+        "errors": 1, "warnings": 0, "manifests": 1, "kubelet_refuses": 1, "staticpodd_only": 0
+    }
+    assert doc["verdicts"] == [{
+        "path": str(bad), "kubelet": "refuses", "staticpodd": "refuses", "kubelet_runs": False,
+        "reasons": ["schema-type"], "strictness": [],
+    }]
     assert doc["findings"][0] == {
         "code": "schema-type",
         "severity": "error",
+        "kubelet": "refuses",
         "path": str(bad),
         "line": 6,
         "column": 16,
@@ -180,9 +188,24 @@ def test_node_capacity_flags_drive_the_node_fit_check(tmp_path):
     f = tmp_path / "big.yaml"
     f.write_bytes(pod({"containers": [{"name": "c", "image": "i:1", "resources": {"requests": {"cpu": "3"}}}]}))
     rc, text = run("--node-cpu", "2", "--node-memory", "8Gi", str(f))
-    assert rc == 1 and "requested: 3000, used: 0, capacity: 2000" in text
+    assert rc == 1 and "(res: cpu, q: 1000)" in text and "UnexpectedAdmissionError" in text
+    assert "the kubelet reads it but the pod fails admission (it never runs)" in text
     assert run("--node-cpu", "4", "--node-memory", "8Gi", str(f))[0] == 0
     assert run("--node-cpu", "lots", str(f))[0] == 2
+
+
+def test_kubelet_config_reservations_shrink_allocatable(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_bytes(pod({"containers": [{"name": "c", "image": "i:1", "resources": {"requests": {"cpu": "3500m"}}}]}))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(b"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    b"kubeReserved: {cpu: 300m}\nsystemReserved: {cpu: 300m, memory: 1Gi}\n")
+    assert run("--node-cpu", "4", "--node-memory", "8Gi", str(f))[0] == 0
+    rc, text = run("--node-cpu", "4", "--node-memory", "8Gi", "--kubelet-config", str(cfg), str(f))
+    assert rc == 1 and "(res: cpu, q: 100)" in text, text
+    cfg.write_bytes(b"kubeReserved: {cpu: lots}\n")
+    rc, text = run("--kubelet-config", str(cfg), str(f))
+    assert rc == 2
 
 
 def test_no_host_checks_skips_this_machines_paths(tmp_path):

@@ -168,7 +168,9 @@ def test_pods_that_fit_alone_but_not_together_predict_out_of_memory(mdir):
     write(mdir, "b.yaml", pod(big, name="b"))
     found = validate_directory(mdir, NODE)
     assert [(Path(f.path).name, f.code) for f in found] == [("b.yaml", "out-of-memory")]
-    assert f"used: {5 * 2**30}, capacity: {8 * 2**30}" in found[0].message
+    # b needs 5Gi, a uses 5Gi, allocatable is 8Gi - 100Mi: 2Gi + 100Mi are missing
+    assert f"q: {2 * 2**30 + 100 * 2**20}" in found[0].message, found[0].message
+    assert "UnexpectedAdmissionError" in found[0].message and found[0].kubelet == "fails-admission"
 
 
 def test_only_the_winning_duplicate_counts_for_node_fit(mdir):
@@ -185,7 +187,7 @@ def test_validate_path_accepts_any_file_name_and_refuses_missing_paths(tmp_path)
         validate_path(tmp_path / "nope", NODE)
 
 
-def test_oversized_file_is_refused_without_reading_it_all(tmp_path):
+def test_oversized_file_is_refused_but_judged_whole_under_the_kubelets_10_mib(tmp_path):
     p = write(tmp_path, "big.yaml", b"# " + b"x" * 5000 + b"\n" + pod())
     small = dataclasses.replace(NODE, max_bytes=1000)
     assert codes(validate_path(p, small)) == ["too-large"]
@@ -193,7 +195,7 @@ def test_oversized_file_is_refused_without_reading_it_all(tmp_path):
 
 def test_oversized_file_reports_its_real_size_not_what_was_read(tmp_path):
     """A 2,001,623-byte file over the 1 MiB default: the message gives 2001623, not limit+1."""
-    p = write(tmp_path, "huge.yaml", pod() + b"# " + b"x" * (2_001_623 - len(pod()) - 3) + b"\n")
+    p = write(tmp_path, "huge.yaml", b"# " + b"x" * (2_001_623 - len(pod()) - 3) + b"\n" + pod())
     assert p.stat().st_size == 2_001_623
     (f,) = validate_path(p, NODE)
     assert f.code == "too-large" and "file is 2001623 bytes" in f.message, f.message
@@ -203,13 +205,15 @@ def test_oversized_file_reports_its_real_size_not_what_was_read(tmp_path):
 def test_too_large_says_whose_limit_it_is(tmp_path):
     """Over staticpodd's max_manifest_bytes but under the kubelet's 10 MiB: the kubelet still
     runs it; over 10 MiB: the kubelet refuses it (pkg/kubelet/config/file.go maxConfigLength)."""
-    mid = write(tmp_path, "mid.yaml", pod() + b"#" + b"x" * 1_200_000 + b"\n")
+    mid = write(tmp_path, "mid.yaml", b"#" + b"x" * 1_200_000 + b"\n" + pod())
     (f,) = validate_path(mid, NODE)
     assert "staticpodd's 1048576-byte limit (max_manifest_bytes)" in f.message, f.message
-    assert "still runs this one" in f.message and "drops" not in f.message
-    big = write(tmp_path, "big.yaml", pod() + b"#" + b"x" * (10 * 1024 * 1024) + b"\n")
+    assert "runs this one" in f.message and "drops" not in f.message
+    assert f.kubelet == "accepts" and f.strictness
+    big = write(tmp_path, "big.yaml", b"#" + b"x" * (10 * 1024 * 1024) + b"\n" + pod())
     (g,) = validate_path(big, NODE)
     assert "over the kubelet's own 10485760-byte" in g.message and "refuses it" in g.message, g.message
+    assert g.kubelet == "refuses"
 
 
 def test_one_pod_in_two_files_is_a_duplicate_not_a_host_port_conflict(mdir):

@@ -93,9 +93,12 @@ def test_non_string_keys_become_json_strings():
     assert decode(b"1: a\ntrue: b\nn: c\n").doc == {"1": "a", "true": "b", "false": "c"}
 
 
-def test_json_and_flow_syntax_are_accepted():
+def test_json_is_accepted_and_a_flow_mapping_is_yaml_only_after_a_first_line():
     assert decode(b'{"a": [1, 2, {"b": null}]}').doc == {"a": [1, 2, {"b": None}]}
-    assert decode(b"{a: [x, z], b: {c: d}}").doc == {"a": ["x", "z"], "b": {"c": "d"}}
+    # first non-space byte '{': strict JSON to the kubelet (apimachinery util/yaml hasJSONPrefix)
+    assert problem(b"{a: [x, z], b: {c: d}}").code == "json-syntax"
+    assert decode(b"# flow\n{a: [x, z], b: {c: d}}").doc == {"a": ["x", "z"], "b": {"c": "d"}}
+    assert decode(b"a: {b: c}\n").syntax == "yaml"
 
 
 def test_y_and_n_are_booleans_even_as_keys():
@@ -118,20 +121,25 @@ def test_tab_inside_a_value_is_fine():
     assert decode(b"a: 'x\ty'\n").doc == {"a": "x\ty"}
 
 
-def test_duplicate_keys_are_errors_naming_both_lines():
-    p = problem(b"metadata:\n  name: a\n  name: b\n")
+def test_duplicate_keys_are_our_strictness_naming_both_lines_and_the_last_value_wins():
+    d = decode(b"metadata:\n  name: a\n  name: b\n")
+    assert d.doc == {"metadata": {"name": "b"}}  # what the kubelet runs (KUBELET.md)
+    (p,) = d.notes
     assert p.code == "yaml-duplicate-key" and p.line == 3 and "line 2" in p.message
-    assert p.field == "metadata.name"
+    assert p.field == "metadata.name" and p.kubelet == "accepts"
 
 
 def test_same_key_in_different_mappings_is_fine():
     assert decode(b"a: {name: 1}\nb: {name: 2}\n").doc == {"a": {"name": 1}, "b": {"name": 2}}
 
 
-def test_second_document_is_an_error_but_a_trailing_separator_is_not():
-    p = problem(b"a: 1\n---\nb: 2\n")
-    assert (p.code, p.line) == ("multiple-documents", 3)
+def test_second_document_is_our_strictness_but_a_trailing_separator_is_not():
+    d = decode(b"a: 1\n---\nb: 2\n")
+    assert d.doc == {"a": 1}  # the kubelet reads the first document only
+    (p,) = d.notes
+    assert (p.code, p.line, p.kubelet) == ("multiple-documents", 3, "accepts")
     assert decode(b"---\na: 1\n---\n").extra_documents == 1
+    assert not decode(b"---\na: 1\n---\n").notes
 
 
 def test_billion_laughs_is_bounded():
@@ -152,7 +160,8 @@ def test_recursive_alias_is_refused():
 
 
 def test_size_cap_and_utf8():
-    assert problem(b"a: 1\n" * 10, max_bytes=20).code == "too-large"
+    (note,) = decode(b"a: [" + b"1, " * 20 + b"1]\n", max_bytes=20).notes  # ours; the kubelet reads up to 10 MiB
+    assert (note.code, note.kubelet) == ("too-large", "accepts")
     p = problem(b"a: 1\nb: \xff\n")
     assert (p.code, p.line, p.column) == ("not-utf8", 2, 4)
 
@@ -163,7 +172,8 @@ def test_nan_and_inf_cannot_become_json():
 
 def test_missing_comma_in_json_names_line_and_column():
     p = problem(b'{\n  "a": 1\n  "b": 2\n}\n')
-    assert p.code == "yaml-syntax" and p.line == 3
+    assert p.code == "json-syntax" and (p.line, p.column) == (3, 3)
+    assert "invalid character '\"' after object key:value pair" in p.message
 
 
 def test_parse_manifest_raises_invalid_manifest_with_findings():

@@ -320,13 +320,35 @@ def test_pinned_uid_warns():
 # --------------------------------------------------------------------- node fit (layer 6)
 
 
-def test_requests_larger_than_the_node_predict_out_of_cpu_with_the_kubelets_message():
+def test_a_static_pod_larger_than_the_node_fails_admission_with_unexpected_admission_error():
+    """A static pod is critical: the kubelet takes the preemption path, not OutOfcpu (seen on
+    v1.34.2: KUBELET.md "What the kubelet refuses"; pkg/kubelet/preemption/preemption.go)."""
     data = pod({"containers": [container(resources={"requests": {"cpu": "32", "memory": "1Gi"}})]})
     found = run(data)
     assert codes(found) == ["out-of-cpu"]
-    assert "reason OutOfcpu" in found[0].message
-    assert "Node didn't have enough resource: cpu, requested: 32000, used: 0, capacity: 4000" in found[0].message
-    assert found[0].field == "spec.containers[0].resources.requests.cpu"
+    (f,) = found
+    assert "reason UnexpectedAdmissionError" in f.message and "instead of OutOfcpu" in f.message, f.message
+    assert "no set of running pods found to reclaim resources: [(res: cpu, q: 28000), ]" in f.message
+    assert f.field == "spec.containers[0].resources.requests.cpu"
+    assert f.kubelet == "fails-admission" and f.kubelet_refuses
+
+
+def test_node_fit_is_against_allocatable_not_capacity():
+    """A pod 50 MiB under the node's memory: refused, because the default evictionHard
+    memory.available (100Mi) is taken off capacity (KUBELET.md; pkg/kubelet/cm/helpers.go)."""
+    data = pod({"containers": [container(resources={"requests": {"memory": f"{8 * 1024 - 50}Mi"}})]})
+    (f,) = run(data)
+    assert f.code == "out-of-memory" and f"q: {50 * 2**20}" in f.message, f.message
+    assert "allocatable" in f.message and "evictionHard" in f.message
+    # the reservations of the kubelet's configuration count too
+    cpu = pod({"containers": [container(resources={"requests": {"cpu": "3600m"}})]})
+    assert run(cpu) == []
+    reserved = dataclasses.replace(NODE, cpu_reserved_millis=500)
+    assert codes(validate_bytes(cpu, "x.yaml", reserved)) == ["out-of-cpu"]
+    none = dataclasses.replace(NODE, memory_eviction_hard="")
+    assert validate_bytes(data, "x.yaml", none) == []
+    pct = dataclasses.replace(NODE, memory_eviction_hard="1%")  # 1% of 8Gi is about 82Mi
+    assert codes(validate_bytes(data, "x.yaml", pct)) == ["out-of-memory"]
 
 
 def test_memory_limits_count_as_requests_and_init_containers_take_the_max():
@@ -338,11 +360,11 @@ def test_memory_limits_count_as_requests_and_init_containers_take_the_max():
     )
     found = run(data)
     assert codes(found) == ["out-of-memory"]
-    assert f"requested: {9 * 2**30}" in found[0].message
+    assert f"q: {9 * 2**30 - (8 * 2**30 - 100 * 2**20)}" in found[0].message
 
 
 def test_requests_that_fit_are_fine():
-    data = pod({"containers": [container(resources={"requests": {"cpu": "3900m", "memory": "7Gi"}})]})
+    data = pod({"containers": [container(resources={"requests": {"cpu": "4000m", "memory": f"{8 * 1024 - 100}Mi"}})]})
     assert run(data) == []
 
 
@@ -438,7 +460,7 @@ def test_every_code_the_package_can_emit_is_registered():
     from staticpodd.validate.codes import CODES
 
     pkg = Path(__file__).resolve().parents[2] / "staticpodd"
-    sources = [*(pkg / "validate").glob("*.py"), pkg / "manifest.py"]
+    sources = [*(pkg / "validate").glob("*.py"), pkg / "manifest.py", pkg / "jsondecode.py"]
     pattern = re.compile(r'(?:Finding|add|make|DecodeProblem|_problem)\(\s*"([a-z0-9-]+)"')
     used = {m for p in sources for m in pattern.findall(p.read_text())}
     used |= set(re.findall(r'"(out-of-[a-z]+)"', (pkg / "validate" / "nodefit.py").read_text()))  # via a tuple
