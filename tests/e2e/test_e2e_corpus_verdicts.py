@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -30,18 +31,16 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_lib import CORPUS, PARSE_ERRORS, Node
+from e2e_lib import CORPUS, PARSE_ERRORS, REPO, Node, scheduler_bytes
 from kubelet_lab import rewrite_image_text
 
-#: Finding codes that are staticpodd's own strictness, not the kubelet's: validate refuses, the
-#: kubelet runs the file. Each is listed in README "Validation that agrees with the kubelet".
-DELIBERATE = {
-    "duplicate-pod",  # two files define one pod: the kubelet runs the lexically last, we refuse to guess
-    "stray-file",  # a .bak/.tmp copy the kubelet runs anyway
-    "duplicate-key",  # the kubelet takes the last value; we refuse the ambiguity
-    "multiple-documents",  # the kubelet runs the first document; we refuse the rest being ignored
-    "host-port-conflict",  # two pods on one host port: the kubelet admits both, one crash-loops
-}
+
+def _deliberate() -> set[str]:
+    """The deliberate strictness codes README "Validation that agrees with the kubelet" lists
+    (its table after "Deliberate strictness"): validate may refuse, the kubelet runs the file."""
+    text = (REPO / "README.md").read_text()
+    part = text.split("Deliberate strictness", 1)[1].split("\n\n", 2)[1]
+    return set(re.findall(r"^\| `([a-z0-9-]+)` \|", part, re.M))
 
 
 def _entries() -> list[Path]:
@@ -105,29 +104,70 @@ def _kubelet_verdicts(node: Node, files: dict[str, bytes], offset: int) -> dict[
     return out
 
 
-def _validate(node: Node, mdir: Path) -> dict[str, list[tuple[str, str]]]:
+def _validate(node: Node, mdir: Path) -> dict[str, dict[str, Any]]:
+    """``staticpodctl validate DIR --json`` per file: its verdict (kubelet / staticpodd /
+    strictness) and its error findings, with the lab's node: name, CPUs, memory and the
+    kubelet's own config (evictionHard) for the allocatable-based node fit."""
     mem_kib = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")))
     res = node.ctl(
         "validate", str(mdir), "--json", "--node-name", node.lab.node_name, "--node-cpu", str(os.cpu_count() or 1),
-        "--node-memory", f"{mem_kib}Ki", "--no-host-checks",
+        "--node-memory", f"{mem_kib}Ki", "--no-host-checks", "--kubelet-config", str(node.lab.work / "kubelet-config.yaml"),
     )
     body = json.loads(res.stdout)
-    out: dict[str, list[tuple[str, str]]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for v in body.get("verdicts") or []:
+        out[Path(str(v["path"])).name] = {**v, "errors": []}
     for f in body.get("findings") or []:
-        if f.get("severity") != "error":
-            continue
         name = Path(str(f.get("path") or "")).name
-        out.setdefault(name, []).append((str(f.get("code")), str(f.get("message"))[:100]))
+        if f.get("severity") == "error" and name in out:
+            out[name]["errors"].append((str(f.get("code")), str(f.get("message"))[:100]))
     return out
+
+
+def _synthetic() -> dict[str, dict[str, bytes]]:
+    """The verdict model's hard cases from issue 10, built from kubeadm's scheduler manifest."""
+    doc = yaml.safe_load(scheduler_bytes())
+    js = json.dumps(doc, indent=2)
+    big = scheduler_bytes() + (b"# padding " + b"x" * 100 + b"\n") * (2 * 1024 * 1024 // 111)
+    mem_kib = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")))
+    def with_requests(cpu: str | None = None, memory: str | None = None) -> bytes:
+        d = yaml.safe_load(scheduler_bytes())
+        req = d["spec"]["containers"][0].setdefault("resources", {}).setdefault("requests", {})
+        if cpu:
+            req["cpu"] = cpu
+        if memory:
+            req["memory"] = memory
+        return yaml.safe_dump(d, sort_keys=False).encode()
+    return {
+        "S01-json-ok": {"kube-scheduler.json": js.encode()},
+        "S02-json-trailing-comma": {"kube-scheduler.json": (js.rstrip()[:-1].rstrip() + ",\n}\n").encode()},
+        "S03-json-hash-comment": {"kube-scheduler.json": ("{ # a comment\n" + js.lstrip()[1:]).encode()},
+        "S04-json-after-a-comment-line": {"kube-scheduler.json": ("# a comment\n" + js.rstrip()[:-1].rstrip() + ",\n}\n").encode()},
+        "S05-json-3e1-integer": {"kube-scheduler.json": js.replace('"failureThreshold": 8', '"failureThreshold": 3e1', 1).encode()},
+        "S06-yaml-flow-unquoted-keys": {"kube-scheduler.yaml": yaml.safe_dump(doc, default_flow_style=True).encode()},
+        "S07-yaml-duplicate-key": {"kube-scheduler.yaml": scheduler_bytes().replace(b"  namespace: kube-system\n", b"  namespace: default\n  namespace: kube-system\n", 1)},
+        "S08-multidoc-pod-first": {"kube-scheduler.yaml": scheduler_bytes() + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"},
+        "S09-2MiB": {"kube-scheduler.yaml": big},
+        "S10-cpu-over-capacity": {"kube-scheduler.yaml": with_requests(cpu="30")},
+        "S11-memory-under-capacity-over-allocatable": {"kube-scheduler.yaml": with_requests(memory=f"{mem_kib - 50 * 1024}Ki")},
+    }
+
+
+_REAL = {"created": "accepts", "shadowed": "accepts", "refused": "refuses", "failed": "fails-admission"}
 
 
 def test_the_kubelet_and_validate_agree_on_every_corpus_manifest_and_case(node5: Node) -> None:
     node = node5
+    deliberate = _deliberate()
+    assert {"duplicate-pod", "multiple-documents", "yaml-duplicate-key"} <= deliberate, deliberate
+    entries: list[tuple[str, dict[str, bytes]]] = [
+        (e.name, {n: rewrite_image_text(d.decode("utf-8", "replace")).encode() if d else d for n, d in _files_of(e).items()})
+        for e in _entries()
+    ] + sorted(_synthetic().items())
     rows: list[tuple[str, str, str, str, str]] = []
     disagreements: list[str] = []
-    for entry in _entries():
+    for entry, files in entries:
         node.clean()
-        files = {n: rewrite_image_text(d.decode("utf-8", "replace")).encode() if d else d for n, d in _files_of(entry).items()}
         offset = node.lab.log_offset()
         for name, data in files.items():
             node.write(name, data)
@@ -135,26 +175,22 @@ def test_the_kubelet_and_validate_agree_on_every_corpus_manifest_and_case(node5:
         ours = _validate(node, node.manifests)
         for name in files:
             k = kubelet[name]
-            errs = ours.get(name, [])
-            codes = sorted({c for c, _ in errs})
-            v = "ok" if not errs else "error: " + ", ".join(codes)
-            kubelet_says_bad = k.startswith(("refused", "failed"))
-            if kubelet_says_bad and not errs:
-                verdict = "DISAGREE (validate passes what the kubelet refuses)"
-            elif not kubelet_says_bad and errs and not set(codes) <= DELIBERATE:
-                verdict = "DISAGREE (validate refuses what the kubelet runs)"
-            elif not kubelet_says_bad and errs:
+            real = _REAL.get(k.split(":")[0].split(" ")[0], "unknown")
+            v = ours.get(name) or {"kubelet": "unknown", "staticpodd": "unknown", "strictness": [], "errors": []}
+            strict = sorted(set(v.get("strictness") or []))
+            said = f"kubelet {v['kubelet']}, staticpodd {v['staticpodd']}" + (f" ({', '.join(strict)})" if strict else "")
+            if v["kubelet"] != real:
+                verdict = f"DISAGREE: validate says the kubelet {v['kubelet']}, it {real}"
+            elif v["staticpodd"] == "refuses" and real == "accepts" and not (strict and set(strict) <= deliberate):
+                verdict = f"DISAGREE: refused for {strict or v['errors']}, not a listed strictness"
+            elif v["staticpodd"] == "refuses" and real == "accepts":
                 verdict = "our strictness"
             else:
                 verdict = "agree"
-            rows.append((entry.name, name, k, v, verdict))
+            rows.append((entry, name, k, said, verdict))
             if verdict.startswith("DISAGREE"):
-                disagreements.append(f"{entry.name}/{name}: kubelet {k!r}; validate {v!r}; {errs[:2]}")
+                disagreements.append(f"{entry}/{name}: kubelet {k!r}; validate {said}; {v['errors'][:2]}; {verdict}")
     shutil.rmtree(node.manifests / ".staticpodd", ignore_errors=True)
     width = max(len(r[1]) for r in rows)
-    print("\n" + "\n".join(f"{r[0][:28]:28} {r[1]:{width}}  kubelet: {r[2][:70]:70}  validate: {r[3][:50]:50}  {r[4]}" for r in rows))
+    print("\n" + "\n".join(f"{r[0][:32]:32} {r[1][:44]:{min(width, 44)}}  real kubelet: {r[2][:75]:75}  validate: {r[3][:60]:60}  {r[4]}" for r in rows))
     assert not disagreements, "\n".join(disagreements)
-
-
-def _unused(_: Any) -> None:  # keep Any imported for the type of JSON bodies
-    return None
