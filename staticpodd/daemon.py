@@ -664,7 +664,24 @@ class Daemon:
             if kubelet_refuses(data):
                 self.hints.discard(Hint("file", name))
                 out.add(name)
+        if out:
+            self._restore_now(out)
         return out
+
+    def _restore_now(self, names: set[str]) -> None:
+        """Scan ``names`` and carry out what :func:`plan_changes` decides for them (the restore),
+        before the directory-wide findings: those cost a validation of every live file and are
+        refreshed by the reconcile of the same names that follows in this pass of the loop.
+        Any failure is left to that reconcile (it retries and reports)."""
+        try:
+            with self.engine.locked():
+                self._scan_stats = self._live_stats()
+                changes = self.engine.scan(sorted(names), validate=True, log=False)
+                plan = plan_changes(changes, self.config, sizes=self._sizes())
+                self._track_changes(changes)
+                self._execute(plan)
+        except StaticpodError as exc:
+            self._say(f"restore on close of {', '.join(sorted(names))} deferred: {exc}")
 
     def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
         """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""
