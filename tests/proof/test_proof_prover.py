@@ -1,6 +1,8 @@
 """Prover: confirm the kubelet stopped or started a static pod, from the node.
 
-No container runtime can run here: ``crictl`` is a stand-in executable (tests/proof/conftest.py)
+The real kubelet tier (tests/e2e) proves the waits against kubelet 1.34 + containerd; here
+``crictl`` is a stand-in executable (tests/proof/conftest.py), for what a real runtime cannot show
+on demand (hangs, failures, crash loops on cue, second-scale timeouts),
 put first on PATH, answering from a JSON timeline this test writes; its JSON has real crictl's
 shapes. Probes hit real HTTP/HTTPS/TCP servers on 127.0.0.1. Timeouts are small (1-3 s) and the
 tests assert outcomes, never wall-clock durations.
