@@ -119,7 +119,7 @@ class Outcome:
 
     ``ok``: the node did what was asked. ``state``: stopped | running (ok) | still-running |
     name-mismatch | never-started | crash-looping | unchanged | shadowed | unhealthy | dropped |
-    runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
+    not-relisted | runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
     ``--json``. ``shadowing_file``: the other file that defines the same namespace/name and wins.
     """
 
@@ -135,9 +135,9 @@ class Outcome:
     def rollback_advised(self) -> bool:
         """Whether the node showed that the new version does not work (never-started,
         crash-looping, unhealthy, unchanged, shadowed, dropped). False when ok, and when nothing could be
-        observed about the pod (runtime-unavailable, name-mismatch): rolling back blind would be a
+        observed about the pod (runtime-unavailable, name-mismatch, not-relisted): rolling back blind would be a
         second change nobody can confirm either."""
-        return not self.ok and self.state not in ("runtime-unavailable", "name-mismatch")
+        return not self.ok and self.state not in ("runtime-unavailable", "name-mismatch", "not-relisted")
 
     def to_dict(self) -> dict[str, Any]:
         """The ``wait`` member of a ``--json`` reply."""
@@ -217,7 +217,8 @@ class Prover:
     ``file_check_frequency``: the kubelet's relist period in seconds (default 20, the kubelet's):
     a pod that still runs the sandbox from before the swap is confirmed only after one relist
     has passed, because an inotify re-read that fails to parse keeps the old pod until then
-    (KUBELET.md "What a broken file does to a running pod").
+    (KUBELET.md "What a broken file does to a running pod"). ``restart_backoff``: seconds a pod
+    that vanished after the swap is given to come back before the wait calls it ``dropped``.
     ``clock``/``sleep``/``wall`` exist for tests; timeouts always use the monotonic ``clock``.
     """
 
@@ -231,6 +232,7 @@ class Prover:
         kubeconfig: Path | None = None,
         settle: float = DEFAULT_SETTLE,
         file_check_frequency: float = DEFAULT_FILE_CHECK_FREQUENCY,
+        restart_backoff: float = RESTART_BACKOFF,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall: Callable[[], float] = time.time,
@@ -244,6 +246,7 @@ class Prover:
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.settle = max(0.0, settle)
         self.file_check_frequency = max(0.0, float(file_check_frequency))
+        self.restart_backoff = max(0.0, float(restart_backoff))
         self.clock = clock
         self.sleep = sleep
         self.wall = wall
@@ -450,7 +453,8 @@ class Prover:
         Returns Outcome ``running`` (ok), ``never-started``, ``crash-looping``, ``unchanged``,
         ``shadowed`` (with ``shadowing_file``), ``unhealthy``, ``dropped`` (the pod that ran
         before the swap was removed at a relist and nothing replaced it: the kubelet refused the
-        file) or ``runtime-unavailable``.
+        file), ``not-relisted`` (the old sandbox still ran but the timeout ended before a relist)
+        or ``runtime-unavailable``.
         """
         report = progress or _silent
         start = self.clock()
@@ -510,7 +514,7 @@ class Prover:
                     chosen is None
                     and old_ran_after_swap
                     and gone_since is not None
-                    and now - gone_since >= RESTART_BACKOFF
+                    and now - gone_since >= self.restart_backoff
                 ):
                     return finish(self._dropped(namespace, pod_name, now - gone_since))
                 if chosen is None:
@@ -586,6 +590,19 @@ class Prover:
                     "runtime-unavailable",
                     f"could not ask the container runtime about {namespace}/{pod_name}: {last_error}",
                     hint="check crictl and the CRI endpoint (--runtime-endpoint)",
+                )
+            )
+        if phase == "relist" and chosen is not None:
+            return finish(
+                Outcome(
+                    False,
+                    "not-relisted",
+                    f"{namespace}/{pod_name} still runs the sandbox from before the swap, but the kubelet had "
+                    f"not relisted (fileCheckFrequency {self.file_check_frequency:g} s) within {timeout:.0f} s: "
+                    "a file it refuses would keep that pod until then, so this proves nothing yet",
+                    details={"config_hash": chosen.config_hash, "sandbox_id": chosen.id},
+                    hint="wait longer than the kubelet's relist "
+                    f"(--wait={self.file_check_frequency + RELIST_MARGIN + 5:.0f}s)",
                 )
             )
         exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= swap_ns]
