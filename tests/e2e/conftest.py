@@ -56,6 +56,18 @@ def _node(frequency: str, factory: pytest.TempPathFactory) -> Iterator[Node]:
         node.clean()
 
 
+@pytest.fixture(autouse=True)
+def _run_tag(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Give this test's pods UIDs of their own (e2e_lib.RUN_TAG)."""
+    import hashlib
+
+    import e2e_lib
+
+    e2e_lib.RUN_TAG = hashlib.sha256(f"{request.node.nodeid}{os.getpid()}".encode()).hexdigest()[:10]
+    yield
+    e2e_lib.RUN_TAG = "none"
+
+
 @pytest.fixture
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     """A node whose kubelet relists every 20 s (the kubelet's default), empty and clean."""

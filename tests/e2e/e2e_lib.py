@@ -36,14 +36,23 @@ SCHEDULER_SRC = CORPUS / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml"
 PARSE_ERRORS = ("Unable to process watch event", "Could not process manifest file", "Can't process config file")
 
 
+#: A label value unique to the running test (set by tests/e2e/conftest.py), so that each test's
+#: pods get UIDs of their own: the kubelet keeps a container restart back-off per pod UID (10 s,
+#: doubling, forgotten only after minutes), and one shared kubelet would otherwise carry one
+#: test's restarts into the next test's timings.
+RUN_TAG = "none"
+
+
 def scheduler_bytes(*, extra_args: tuple[str, ...] = (), readiness_port: int | None = None) -> bytes:
     """kubeadm's kube-scheduler manifest (corpus 03) with its image rewritten to the lab's app
-    image; probes, volumes and everything else kept. ``extra_args`` go after ``--leader-elect``;
-    ``readiness_port`` adds a readinessProbe on that port (a port nothing serves never passes)."""
+    image; probes, volumes and everything else kept, plus one label ``staticpodd.test/run``
+    (:data:`RUN_TAG`). ``extra_args`` go after ``--leader-elect``; ``readiness_port`` adds a
+    readinessProbe on that port (a port nothing serves never passes)."""
     if not SCHEDULER_SRC.is_file():
         pytest.fail(f"corpus manifest {SCHEDULER_SRC} is missing (../shared/corpus, or set STATICPODD_CORPUS)")
     text = rewrite_image_text(SCHEDULER_SRC.read_text())
     assert APP_IMAGE in text
+    text = text.replace("    tier: control-plane\n", f"    tier: control-plane\n    staticpodd.test/run: r{RUN_TAG}\n", 1)
     if extra_args:
         text = text.replace("    - --leader-elect=true\n", "    - --leader-elect=true\n" + "".join(f"    - {a}\n" for a in extra_args))
     if readiness_port is not None:
