@@ -580,7 +580,12 @@ class Prover:
             report(Progress(phase, msg, self.clock() - start, timeout))
             if self.clock() >= deadline:
                 break
-            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+            pause = min(self.poll_interval, max(0.0, deadline - self.clock()))
+            if phase == "health":  # wake for the next probe that falls due, not a poll later
+                dues = [t.next_due for ts in trackers.values() for t in ts if not t.succeeded]
+                if dues:
+                    pause = min(pause, max(0.02, min(dues) - self.clock()))
+            self.sleep(pause)
 
         # --- deadline passed: say exactly what was seen ----------------------------------------
         if last is None:
@@ -722,20 +727,24 @@ class Prover:
         for cname, ts in trackers.items():
             by_kind = {t.spec.kind: t for t in ts}
             startup = by_kind.get("startupProbe")
-            phase_probes = (
-                [startup] if startup and not startup.succeeded else [t for t in ts if t.spec.kind != "startupProbe"]
-            )
-            for t in phase_probes:
-                now = self.clock()
-                if t is None or now < t.next_due or now >= deadline:
-                    continue
-                spec = t.spec
-                if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
-                    spec = replace(spec, timeout=max(0.1, deadline - now))
-                result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
-                t.record(result, self.clock())
-                if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
-                    return "unhealthy"
+            # the startup probe first; the moment it succeeds the others run in the same look (the
+            # kubelet starts them then too), not one poll interval later
+            for _ in range(2):
+                in_startup = bool(startup and not startup.succeeded)
+                phase_probes = [startup] if in_startup else [t for t in ts if t.spec.kind != "startupProbe"]
+                for t in phase_probes:
+                    now = self.clock()
+                    if t is None or now < t.next_due or now >= deadline:
+                        continue
+                    spec = t.spec
+                    if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
+                        spec = replace(spec, timeout=max(0.1, deadline - now))
+                    result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
+                    t.record(result, self.clock())
+                    if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
+                        return "unhealthy"
+                if not (in_startup and startup is not None and startup.succeeded):
+                    break
             if startup and not startup.succeeded:
                 all_healthy = False
                 continue

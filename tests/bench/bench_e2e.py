@@ -138,7 +138,7 @@ def main() -> int:
               f"p99 {p99 * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms (goal p99 <= 50 ms)")
     finally:
         node.clean()
-        down(lab)
+        down(lab, keep=bool(os.environ.get("STATICPODD_E2E_KEEP")))
     return 0
 
 
