@@ -43,6 +43,8 @@ RELIST_MARGIN = 3.0
 #: vanished is called dropped only when no new sandbox came within this many seconds.
 RESTART_BACKOFF = 20.0
 DEFAULT_POLL_INTERVAL = 0.5
+#: How often wait_stopped looks (seconds, at most): a look is two crictl calls of ~30 ms each.
+STOP_POLL_INTERVAL = 0.2
 #: A container counts as running only once it has been up this long (seconds, by its createdAt)
 #: and still runs: one look at a crash-looping container must not pass for success.
 DEFAULT_SETTLE = 2.0
@@ -388,7 +390,9 @@ class Prover:
             report(Progress("stopping", msg, elapsed, timeout))
             if self.clock() >= deadline:
                 break
-            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+            # the kubelet stops a removed pod within about a second: look more often than the
+            # default interval, so park --wait ends close to the moment it stopped (issue 10)
+            self.sleep(min(self.poll_interval, STOP_POLL_INTERVAL, max(0.0, deadline - self.clock())))
         elapsed = self.clock() - start
         if last is None:
             out = Outcome(
