@@ -503,9 +503,12 @@ class Engine:
             first = exc.findings[0] if exc.findings else None
             where = f" at line {exc.line}" if exc.line else ""
             what = f" ({first.code}{', ' + exc.field if exc.field else ''})" if first else ""
+            from .validate import kubelet_refuses  # two levels: say when only staticpodd refuses it
+
+            ours = "" if kubelet_refuses(exc.findings) else " by staticpodd's own rules (the kubelet would run it)"
             self._log(  # codes, lines and field paths only: messages may quote values from the manifest
                 Event.REFUSED_INVALID,
-                f"refused {display_path}: not a valid static pod manifest{where}{what}",
+                f"refused {display_path}: not a valid static pod manifest{where}{what}{ours}",
                 priority=WARNING,
                 component=component,
                 digest=digest,

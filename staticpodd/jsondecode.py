@@ -17,6 +17,7 @@ like the YAML path, so that findings name ``file:line:column``. Pure; no I/O.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -94,8 +95,6 @@ class _Parser:
 
     # -- positions and errors
     def where(self, i: int) -> tuple[int, int]:
-        import bisect
-
         k = bisect.bisect_right(self.line_starts, i) - 1
         return k + 1, i - self.line_starts[k] + 1
 
@@ -309,7 +308,7 @@ class _Parser:
         if j < self.n and s[j] == ".":
             d = _DIGITS.match(s, j + 1)
             if d is None:
-                raise self.fail(j + 1, "in numeric literal")
+                raise self.fail(j + 1, "after decimal point in numeric literal")
             j = d.end()
             is_float = True
         if j < self.n and s[j] in "eE":
@@ -318,7 +317,7 @@ class _Parser:
                 k += 1
             d = _DIGITS.match(s, k)
             if d is None:
-                raise self.fail(k, "in numeric literal")
+                raise self.fail(k, "in exponent of numeric literal")
             j = d.end()
             is_float = True
         text = s[i:j]

@@ -8,8 +8,10 @@ touches the filesystem, the store or the journal, so every decision is testable 
 Policies (README "Configuration"; KUBELET.md "What a broken file does to a running pod"):
 
 - ``on_invalid: alert`` -- an external write the kubelet will refuse is an INVALID_LIVE error
-  (the running pod dies at the kubelet's next 20 s relist). ``restore`` -- also put back the
-  newest version that passed the gate (the bad bytes stay in history).
+  (the running pod dies at the kubelet's next 20 s relist); one that only staticpodd's own rules
+  refuse (the kubelet runs it: :func:`kubelet_drops`) is an INVALID_LIVE warning. ``restore`` --
+  also put back the newest version that passed the gate (the bad bytes stay in history), only
+  for what the kubelet refuses (issue 10 "Two levels, not one").
 - ``on_stray: alert`` -- a stray file the kubelet would run is a STRAY_FOUND warning.
   ``quarantine`` -- also move it into ``.staticpodd/quarantine/`` (recorded, restorable).
 - An expired park is restored (PARK_EXPIRED, then unpark), whoever parked it and whenever.

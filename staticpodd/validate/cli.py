@@ -1,8 +1,11 @@
 """``staticpodctl validate PATH... [--strict] [--kubernetes-version 1.NN] [--json]``.
 
 Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage (unreadable path, unknown
-version). Works as Ansible ``validate: staticpodctl validate %s``, Puppet ``validate_cmd``,
-Chef ``verify`` and Salt ``check_cmd``: PATH may have any name.
+version). Errors the kubelet itself refuses and errors that are only staticpodd's strictness both
+fail (exit 1); the output tells them apart (each finding's level, and per file a verdict:
+``verdicts`` in ``--json``, see :mod:`staticpodd.validate.verdict`). Works as Ansible
+``validate: staticpodctl validate %s``, Puppet ``validate_cmd``, Chef ``verify`` and Salt
+``check_cmd``: PATH may have any name.
 """
 
 from __future__ import annotations

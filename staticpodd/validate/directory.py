@@ -336,7 +336,7 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn) -> 
                 )
             )
         elif not is_pod and not (isinstance(doc, dict) and doc.get("kind") == "Pod") and not any(
-            f.severity == "error" and (f.code.startswith(("yaml", "too", "not-utf8")) or f.code == "empty")
+            f.severity == "error" and (f.code.startswith(("yaml", "json", "too", "not-utf8")) or f.code == "empty")
             for f in file_findings
         ):  # a broken Pod manifest (empty, no name…) is an invalid manifest, not a stray
             findings.append(

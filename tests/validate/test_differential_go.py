@@ -68,7 +68,7 @@ def ours(data: bytes) -> tuple[str, object, set[str]]:
     try:
         d = decode(data, max_bytes=10 * 1024 * 1024)
     except DecodeProblem as p:
-        return p.code, None, set()
+        return p.code, p.message, set()
     codes = {n.code for n in d.notes}
     if any(n.code == "yaml-duplicate-key" and "at random" in n.message for n in d.notes):
         codes.add("random-duplicate")
@@ -86,7 +86,11 @@ def agree(data: bytes, go: dict) -> str | None:
     if go["json_prefix"] != json_prefixed(data):
         return f"JSON prefix (apimachinery hasJSONPrefix): Go says {go['json_prefix']}"
     if not go["ok"]:
-        return None if verdict != "ok" else f"Go refuses ({go['error']}) but we accept"
+        if verdict == "ok":
+            return f"Go refuses ({go['error']}) but we accept"
+        if verdict == "json-syntax" and f"json parse error: {go['error']}" not in str(doc):
+            return f"JSON error text differs:\n ours {doc}\n Go   {go['error']}"  # doc holds our message
+        return None
     if verdict != "ok":
         return f"Go accepts but we say {verdict}"
     expected = json.loads(go["json"])
@@ -202,6 +206,20 @@ TRICKY = [
     b'{"a": 1, "a": 2}',
     b'{"a": 1}\n---\n{"b": 2}',
     b'{"a": 1} {"b": 2}',
+    b'{"a": 1, \xff}',
+    b'{"a": 1, \xc3\xa9}',
+    b'{"a": 1\x00}',
+    b'{"a": "\x01"}',
+    b'{"a": "\\u12"}',
+    b'{"a": -}',
+    b'{"a": 1.}',
+    b'{"a": 1e}',
+    b'{"a": 1e+}',
+    b'{"a": nul}',
+    b'{"a": falsy}',
+    b'{"a" 1}',
+    b'{"a": [1 2]}',
+    b'{\n"a": 1\n"b": 2}',
     b"\xc2\xa0{\"a\": 1}",
     b"\xc2\x85{\"a\": 1}",
     b"\x0b{\"a\": 1}",

@@ -246,3 +246,14 @@ def test_findings_as_dicts_from_older_producers_are_judged_by_their_code():
 
 def test_a_container_list_example_still_works():
     assert validate_bytes(pod({"containers": [container()]}), "x.json", NODE) == []
+
+
+def test_a_broken_json_manifest_is_an_invalid_manifest_not_a_stray(tmp_path):
+    mdir = tmp_path / "m"
+    mdir.mkdir()
+    mdir.chmod(0o700)
+    p = mdir / "kube-apiserver.json"
+    p.write_bytes(pod(name="kube-apiserver").replace(b'"nginx:1.27"\n', b'"nginx:1.27",\n'))
+    p.chmod(0o600)
+    found = validate_directory(mdir, NODE)
+    assert [(f.code, f.severity) for f in found] == [("json-syntax", "error")], [f.format() for f in found]
