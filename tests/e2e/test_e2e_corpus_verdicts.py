@@ -150,6 +150,8 @@ def _synthetic() -> dict[str, dict[str, bytes]]:
         "S09-2MiB": {"kube-scheduler.yaml": big},
         "S10-cpu-over-capacity": {"kube-scheduler.yaml": with_requests(cpu="30")},
         "S11-memory-under-capacity-over-allocatable": {"kube-scheduler.yaml": with_requests(memory=f"{mem_kib - 50 * 1024}Ki")},
+        "S12-leading-document-marker": {"kube-scheduler.yaml": b"---\n" + scheduler_bytes()},
+        "S13-empty-first-document": {"kube-scheduler.yaml": b"---\n---\n" + scheduler_bytes()},
     }
 
 
