@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import time
 from typing import Any
@@ -31,7 +30,7 @@ from .errors import (
     StaticpodError,
     UsageError,
 )
-from .termsafe import json_safe, safe
+from .termsafe import json_safe, note_names, safe, shell_word
 
 FORMAT_VERSION = 1
 PROG = "staticpodctl"
@@ -506,6 +505,7 @@ def _daemon_holds_pidfile(layout: Any) -> bool | None:
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     st = eng.status()
+    note_names(n for r in st["components"] for n in (r["component"], r["file_name"]))
     daemon = _heartbeat(eng.layout)
     now = time.time()
     out.say(f"manifest directory: {st['manifest_dir']}")
@@ -532,10 +532,10 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             if r.get("park_broken"):
                 notes.append("PARK BROKEN: live again while parked")
             if r["state"] == "removed":
-                notes.append(f"not in the directory any more; `{PROG} rollback {shlex.quote(r['component'])}` puts "
+                notes.append(f"not in the directory any more; `{PROG} rollback {shell_word(r['component'])}` puts "
                              f"version {r['version']} back")
             if r.get("unparked_by_hand"):
-                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shlex.quote(r['component'])}` "
+                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shell_word(r['component'])}` "
                              "closes the park record")
             p = r["parked"]
             if p:
@@ -620,7 +620,7 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
             out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
                      "until it starts (it then unparks overdue parks at once)")
     if not res.extra.get("keeps_running_from"):  # else the headline already says where the pod runs from
-        out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shlex.quote(res.component)}")
+        out.say(f"  the kubelet stops the pod within ~20 s; undo with: {PROG} unpark {shell_word(res.component)}")
     rc = _wait(args, out, eng, "park", res, before=before)
     out.finish(rc == EXIT_OK)
     return rc
@@ -710,17 +710,22 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
 
     eng = _engine(args)
     target = eng.resolve(args.component, allow_recorded=False)
-    with eng.locked():  # record the bytes being edited first: a write meanwhile is then a version after them
-        fsops.ensure_private_dirs(eng.layout)
-        eng.scan(None)
-    target, data, loc = eng.current_bytes(args.component)
-    base = digest_of(data)
-    edit_root = eng.layout.run_dir / "edit"
-    edit_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    workdir = tempfile.mkdtemp(prefix=f"{target.component}-", dir=edit_root)
-    path = os.path.join(workdir, target.file_name)
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
-        fh.write(data)
+    with eng.nothing_changed_on_error():
+        with eng.locked():  # record the bytes being edited first: a write meanwhile is then a version after them
+            fsops.ensure_private_dirs(eng.layout)
+            eng.scan(None)
+        target, data, loc = eng.current_bytes(args.component)
+        base = digest_of(data)
+        edit_root = eng.layout.run_dir / "edit"
+        try:
+            edit_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            workdir = tempfile.mkdtemp(prefix=f"{target.component}-", dir=edit_root)
+            path = os.path.join(workdir, target.file_name)
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise FsError(f"cannot make the copy to edit: {exc.strerror}", path=str(edit_root),
+                          hint="free space under /run (or remount it read-write), then edit again") from None
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     interactive = sys.stdin.isatty() and not out.json
     try:
@@ -786,6 +791,7 @@ def _edit_loop(args: argparse.Namespace, out: Out, eng: Any, target: Any, data: 
 def cmd_history(args: argparse.Namespace, out: Out) -> int:
     eng = _engine(args)
     comp, versions = eng.history(args.component, limit=args.limit)
+    note_names([comp, *{v.file_name for v in versions}])
     current = None
     try:
         from .store import digest_of
@@ -858,17 +864,98 @@ def cmd_validate(args: argparse.Namespace, out: Out) -> int:
     from .validate.cli import run_validate
 
     args.base_options = _engine(args).validate_options()  # config defaults; flags win
+    # names with a newline are shown escaped (termsafe.safe)
+    for p in getattr(args, "paths", None) or getattr(args, "path", None) or []:
+        note_names([os.path.basename(p)])
+        try:
+            note_names(os.listdir(p) if os.path.isdir(p) else [])
+        except OSError:
+            pass
     return int(run_validate(args, sys.stdout))
+
+
+def _base(path: Any) -> str | None:
+    return os.path.basename(str(path).rstrip("/")) if path else None
+
+
+def _finding_problem_keys(findings: Any) -> dict[tuple[str | None, str | None], str]:
+    """``(code, file name)`` per problem the daemon would count for these findings: an invalid
+    file is one ``invalid-live`` problem; a directory-level finding of severity error or warning
+    is one problem (a manifest-named file that is no Pod counts as invalid, not as a stray).
+    Returns ``{key: "error" | "warning"}``."""
+    from .layout import component_of
+    from .reconcile import is_directory_finding, stray_by_name
+
+    keys: dict[tuple[str | None, str | None], str] = {}
+    for f in findings:
+        name = _base(f.path)
+        if is_directory_finding(f):
+            if f.code == "stray" and name and not stray_by_name(name) and component_of(name) != name:
+                keys[("invalid-live", name)] = "error"
+            elif f.severity in ("error", "warning"):
+                keys[(f.code, name)] = "error" if f.severity == "error" or keys.get((f.code, name)) == "error" \
+                    else "warning"
+        elif f.severity == "error":
+            keys[("invalid-live", name)] = "error"
+    return keys
+
+
+def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
+    """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
+    directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
+    and the run directory (the lock). A read-only mount is told apart from missing permission."""
+    from .sandbox import read_only_mount
+
+    found: list[tuple[str, str, str]] = []
+    places = (
+        ("manifest-dir", layout.manifest_dir, "the manifest directory",
+         "apply, park, unpark, restore and quarantine fail"),
+        ("store", layout.state_dir, "the version store's directory", "no version can be recorded"),
+        ("run-dir", layout.run_dir, "the run directory (lock, heartbeat)", "no verb can take the lock"),
+    )
+    for code, path, what, effect in places:
+        if not path.exists():
+            continue
+        if read_only_mount(path):
+            found.append((f"{code}-read-only", f"{what} {path} is on a read-only mount: {effect}", str(path)))
+        elif not os.access(path, os.W_OK):
+            found.append((f"{code}-not-writable", f"{what} {path} is not writable for uid {os.geteuid()}: {effect}",
+                          str(path)))
+    db = layout.db_path
+    if db.exists() and not read_only_mount(db) and not os.access(db, os.W_OK):
+        found.append(("store-not-writable", f"the version store {db} is not writable for uid {os.geteuid()}: "
+                      "no version can be recorded", str(db)))
+    return found
+
+
+def _unit_enabled_but_down(layout: Any) -> str | None:
+    """``staticpodd.service`` when doctor looks at this machine's own root (``--root /``), systemd
+    runs it and the unit is enabled (so the daemon is meant to run), else None. Never raises."""
+    import shutil
+    import subprocess
+
+    unit = "staticpodd.service"
+    if str(layout.root) != "/" or shutil.which("systemctl") is None or not os.path.isdir("/run/systemd/system"):
+        return None
+    try:
+        r = subprocess.run(["systemctl", "is-enabled", unit], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return unit if r.stdout.strip() in ("enabled", "enabled-runtime") else None
 
 
 def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     """Everything that can be wrong, in one look: the directory as the kubelet reads it, parks
     (broken, parked copy missing, overdue), drift, interrupted operations, the configuration,
-    the version store and the daemon. Exit 0 when nothing is wrong, 1 otherwise."""
+    the version store, what cannot be written (a read-only manifest directory, store or run
+    directory) and the daemon: down while its unit is enabled, stuck, or reporting problems of
+    its own (its heartbeat's problems are listed too, once each, so doctor's count and the
+    daemon's agree). Exit 0 when nothing is wrong, 1 otherwise."""
     from .validate import validate_directory
 
     eng = _engine(args)
     eng.check_manifest_dir()  # a missing directory is the one problem doctor cannot look past
+    unwritable = _unwritable(eng.layout)  # before the store is opened: a read-only one is named
     eng.config  # load it now, so an invalid configuration is reported below  # noqa: B018
     findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
     st = eng.status()
@@ -882,6 +969,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     for f in findings:
         out.say(f.format())
     errors = sum(1 for f in findings if f.severity == "error")
+    for code, message, path in unwritable:
+        problem(code, message, path=path)
     now = time.time()
     for r in st["components"]:
         p = r["parked"]
@@ -890,7 +979,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
                     "the kubelet runs it", component=r["component"])
         if r["state"] == "missing":
             problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
-                    f"(put it back, still parked, with: {PROG} rollback {shlex.quote(r['component'])})",
+                    f"(put it back, still parked, with: {PROG} rollback {shell_word(r['component'])})",
                     component=r["component"])
         if p and p.get("until"):
             from datetime import datetime, timezone
@@ -901,7 +990,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
                         "(is staticpodd running?)", component=r["component"])
         if r["drift"] and r["version"] is not None and r["state"] != "missing":
             problem("drift", f"{r['file_name']} differs from its newest recorded version "
-                    f"(see: {PROG} diff {shlex.quote(r['component'])})", component=r["component"])
+                    f"(see: {PROG} diff {shell_word(r['component'])})", component=r["component"])
     for name in st.get("untrackable", []):
         problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
                 "cannot track its versions (rename it)", path=name)
@@ -921,14 +1010,39 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     out.say(f"daemon: {daemon['detail']}")
     if daemon.get("stuck"):  # its own problems (an invalid manifest …) are reported above, from the directory
         problem("daemon-unhealthy", daemon["detail"])  # not running at all is allowed: the CLI works alone
+    elif not daemon.get("running"):
+        unit = _unit_enabled_but_down(eng.layout)
+        if unit:  # ... unless systemd is meant to run it
+            problem("daemon-down", f"{unit} is enabled but the daemon is not running ({daemon['detail']}): nothing "
+                    "records edits, ends parks at their deadline or applies the policies (journalctl -u "
+                    f"{unit}; systemctl start {unit})")
+    # Counted as the daemon counts its heartbeat's problems (staticpodd.daemon.Daemon.problems),
+    # so that doctor and `status` agree: one per invalid file (however many findings it has),
+    # one per directory-level finding of severity error or warning (a stray, a duplicate pod ...),
+    # one per problem of doctor's own; then every problem the running daemon reports that is not
+    # among them yet (a failed write, a lock timeout ...), listed here once each.
+    seen = _finding_problem_keys(findings)
+    seen.update({(p["code"], _base(p.get("path"))): "error" for p in problems})
+    for p in daemon.get("problems") or []:
+        key = (p.get("code"), _base(p.get("path")))
+        if key in seen:
+            continue
+        seen[key] = "warning" if p.get("severity") == "warning" else "error"
+        problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
+                path=p.get("path"), severity=p.get("severity"), source="daemon")
     integrity = "ok"
     if eng.layout.db_path.exists():
         integrity = eng.store._db.execute("PRAGMA integrity_check").fetchone()[0]
     out.say(f"version store: {integrity}")
     if integrity != "ok":
         problem("store-corrupt", f"version store integrity check: {integrity}")
-    ok = errors == 0 and not problems
-    out.say("no problems found" if ok else f"{errors + len(problems)} problem(s) found")
+    # Exit 1 for any problem of severity error; warnings alone (a stray, a loose mode) are counted
+    # and shown but exit 0, as before.
+    ok = errors == 0 and "error" not in seen.values()
+    if not seen:
+        out.say("no problems found")
+    else:
+        out.say(f"{len(seen)} problem(s) found" + (" (warnings only)" if ok else ""))
     out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
                interrupted=st["interrupted"], journal={"ok": journal_ok, "detail": journal_detail})
     return EXIT_OK if ok else EXIT_FAILURE
@@ -983,6 +1097,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
+    except OSError as exc:  # a full disk, a read-only mount … outside the engine's own checks
+        err = FsError(f"{exc.strerror or exc}", path=exc.filename if isinstance(exc.filename, str) else None,
+                      hint="free space or remount read-write, then run the command again")
+        _report_error(out, err)
+        return EXIT_FAILURE
     except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
         import traceback
 

@@ -185,7 +185,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="with --reload: seconds to wait for the daemon (default 30)",
     )
+    p.add_argument(
+        "--unit",
+        metavar="UNIT",
+        help="with --reload (the unit's ExecReload=+, outside the sandbox): first bind a metrics "
+        "textfile directory created after the daemon started into UNIT's mount namespace "
+        "(systemctl bind), so that the reloaded daemon can write it",
+    )
     return p
+
+
+def bind_textfile_dir(layout: Layout, unit: str, *, config_path: str | None = None,
+                      out: Any = sys.stderr) -> bool | None:
+    """Before a reload under systemd: when ``metrics.textfile_dir`` (of the configuration about
+    to be loaded) exists but is read-only in the running daemon's sandbox (it was created after
+    the start, e.g. node-exporter installed later; see :mod:`staticpodd.sandbox`), bind it into
+    ``unit``'s mount namespace with ``systemctl bind``. Returns True when bound, False when the
+    bind failed (said on ``out``; the reload goes on, the daemon reports metrics-write-failed),
+    None when there was nothing to do. Needs root outside the sandbox; never raises."""
+    from .sandbox import bind_into_unit, read_only_for
+
+    env_pid = os.environ.get("MAINPID", "")
+    if not env_pid.isdigit():
+        return None
+    try:
+        cfg = load_config(layout, path=config_path)
+    except ConfigError:
+        return None  # the daemon refuses it and says why; nothing to bind for it
+    if not cfg.metrics.enabled or not cfg.metrics.textfile_dir:
+        return None
+    directory = under_root(layout.root, cfg.metrics.textfile_dir)
+    if not directory.is_dir() or read_only_for(int(env_pid), directory) is not True:
+        return None
+    ok, message = bind_into_unit(unit, directory)
+    print(f"staticpodd: {message}", file=out)
+    return ok
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,6 +368,10 @@ class Daemon:
         self._stalled: set[str] = set()
         # whether /proc/PID/fd of some process was denied to us (no CAP_SYS_PTRACE): logged once
         self._proc_limited = False
+        # set when the daemon must exit with this status (EXIT_SANDBOX: the manifest directory
+        # appeared read-only in our sandbox; systemd restarts us into one that binds it)
+        self.exit_status: int | None = None
+        self._heartbeat_failed = False  # the last heartbeat write failed (logged once)
 
     # -- set-up ---------------------------------------------------------------------------------
     def _layout_for(self, cfg: Config) -> Layout:
@@ -383,10 +421,33 @@ class Daemon:
         self.journal.log(event, message, priority=priority, **fields)
 
     def _say(self, text: str) -> None:
+        """A plain stderr line, for a human running the daemon by hand. Left out when stderr is
+        itself the journal (systemd's ``JOURNAL_STREAM``) and entries reach journald natively:
+        every such line has its native entry (MESSAGE_ID, priority), and the copy would land in
+        the journal again as a bare priority-6 line (issue 12.5)."""
+        if self._stderr_is_journal():
+            return
+        from .termsafe import one_line
+
         try:
-            print(f"staticpodd: {text}", file=sys.stderr, flush=True)
+            print(f"staticpodd: {one_line(text)}", file=sys.stderr, flush=True)  # names: no forged lines
         except OSError:
             pass
+
+    _stderr_journal: bool | None = None
+
+    def _stderr_is_journal(self) -> bool:
+        if self._stderr_journal is None:
+            from .journal import journal_status
+
+            stream = os.environ.get("JOURNAL_STREAM", "")
+            try:
+                st = os.fstat(sys.stderr.fileno())
+                same = bool(stream) and stream == f"{st.st_dev}:{st.st_ino}"
+            except (OSError, ValueError, AttributeError):
+                same = False
+            self._stderr_journal = same and journal_status()[0] and os.environ.get("STATICPODD_NO_JOURNAL") != "1"
+        return self._stderr_journal
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _take_pid_lock(self) -> tuple[str, str, int | None] | None:
@@ -400,11 +461,12 @@ class Daemon:
         import fcntl
 
         path = self.layout.run_dir / PID_FILE
-        try:
-            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            return "pid-file", f"cannot open the pid file {path}: {exc.strerror}", None
+        from .lock import open_private
+
+        try:  # 0600: flock works on a read-only fd, so a readable pid file lets anyone block our start
+            fd = open_private(path, what="pid file")
+        except StaticpodError as exc:
+            return "pid-file", exc.message + f" ({path})", None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -425,8 +487,11 @@ class Daemon:
                 f"{self.root} (it holds {path}); stop it first",
                 pid,
             )
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a full /run: the flock is the guarantee, the pid text a courtesy
         self._pid_fd = fd
         return None
 
@@ -463,6 +528,7 @@ class Daemon:
                 config_path=exc.path,
                 line=exc.line,
                 field=exc.field,
+                hint=exc.hint,
             )
             return EXIT_CONFIG
         self.config_generation = 1
@@ -504,8 +570,8 @@ class Daemon:
         try:
             self._loop()
         finally:
-            self._shutdown()
-        return EXIT_OK
+            self._shutdown(status=None if self.exit_status is None else "restarting: sandbox out of date")
+        return EXIT_OK if self.exit_status is None else self.exit_status
 
     def _first_reconcile(self) -> bool:
         """Recover and reconcile once before READY=1, waiting for the lock as long as it takes
@@ -523,6 +589,8 @@ class Daemon:
             except LockTimeout as exc:
                 if not told:
                     self._say(f"waiting for the lock before start-up: {exc.message}")
+                    self.log(Event.DAEMON_ERROR, f"waiting for the lock before start-up: {exc.message}",
+                             priority=WARNING, error="lock-timeout")
                     told = True
                 self.notifier.status(f"starting: waiting for the lock ({exc.message})")
                 if wd_interval is not None:
@@ -593,6 +661,8 @@ class Daemon:
                 self._reload()
                 next_rescan = now  # policies or directory may have changed
             rewatched = self._check_watch()
+            if self.exit_status is not None:
+                return
             full = now >= next_rescan or rewatched or self._retry_full
             names = self._refused_on_close()  # looked at now, not after the debounce (issue 10)
             if not full:
@@ -758,6 +828,7 @@ class Daemon:
         if what == "started":
             self.runtime_problems.pop("watch", None)
             if initial:
+                self._check_writable(initial=True)
                 return False
             what = "created"  # it was missing at start and has appeared
         if what == "missing":
@@ -799,7 +870,58 @@ class Daemon:
                 dev=ident[0] if ident else None,
                 inode=ident[1] if ident else None,
             )
+        self._check_writable(initial=initial, change=what)
         return True
+
+    def _check_writable(self, *, initial: bool, change: str | None = None) -> None:
+        """Is the (now watched) manifest directory writable for us, as far as the mount goes?
+
+        Under the unit's sandbox (``ProtectSystem=strict``), a directory that did not exist at
+        start or was deleted and recreated since is read-only to the daemon (no bind mount for
+        it: :mod:`staticpodd.sandbox`). Then every quarantine, restore and deadline unpark would
+        fail with EROFS while systemd sees an active service (issue 12.1, 12.3). So when it
+        *appears* read-only under a service manager, the daemon says so (DIRECTORY_PROBLEM,
+        priority err) and exits :data:`~staticpodd.sandbox.EXIT_SANDBOX` (75): Restart=on-failure
+        starts it again in a sandbox that binds the directory. A directory read-only from the
+        start (a read-only file system, or a staticPodPath the unit does not grant) is reported
+        as the problem ``manifest-dir-read-only`` instead: exiting would only loop.
+        """
+        from .sandbox import EXIT_SANDBOX, read_only_mount, under_service_manager
+
+        if not read_only_mount(self.layout.manifest_dir):
+            self.runtime_problems.pop("read-only", None)
+            return
+        if not initial and under_service_manager():
+            self.log(
+                Event.DIRECTORY_PROBLEM,
+                f"manifest directory {self.layout.manifest_dir} was {change or 'created'} after staticpodd "
+                "started and is read-only in its sandbox (the unit binds it writable only at start); exiting "
+                f"{EXIT_SANDBOX} so that systemd restarts staticpodd with the directory bound",
+                priority=ERR,
+                finding="manifest-dir-read-only",
+                change=change,
+                exit_status=EXIT_SANDBOX,
+            )
+            self._say(f"manifest directory {self.layout.manifest_dir} is read-only in this sandbox: exiting "
+                      f"{EXIT_SANDBOX} for a restart")
+            self.exit_status = EXIT_SANDBOX
+            return
+        if "read-only" not in self.runtime_problems:
+            self.log(
+                Event.DIRECTORY_PROBLEM,
+                f"manifest directory {self.layout.manifest_dir} is read-only for staticpodd: no restore, "
+                "quarantine or deadline unpark can happen (a read-only mount, or a staticPodPath the unit's "
+                "ReadWritePaths= does not grant: see `systemctl edit staticpodd`)",
+                priority=ERR,
+                finding="manifest-dir-read-only",
+            )
+        self.runtime_problems["read-only"] = {
+            "code": "manifest-dir-read-only",
+            "severity": "error",
+            "path": str(self.layout.manifest_dir),
+            "message": "the manifest directory is read-only for staticpodd: restores, quarantines and "
+            "deadline unparks fail",
+        }
 
     # -- reconcile ------------------------------------------------------------------------------
     def _reconcile(self, *, full: bool = False, names: Iterable[str] = (), recover: bool = False) -> None:
@@ -859,6 +981,8 @@ class Daemon:
                     self.finding_keys = {finding_key(f) for f in findings}
                     self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
                 self._refresh_summary()
+                if full or names or plan.actions:
+                    self._remove_lone_private_dir()
             self.runtime_problems.pop("lock", None)
             self._retry_full = False
             if full:
@@ -870,6 +994,8 @@ class Daemon:
                 raise
             if "lock" not in self.runtime_problems:
                 self._say(f"{exc}; retrying every {RETRY_DELAY:g} s")
+                self.log(Event.DAEMON_ERROR, f"{exc.message}; retrying every {RETRY_DELAY:g} s", priority=WARNING,
+                         error="lock-timeout")
             self.runtime_problems["lock"] = {
                 "code": "lock-timeout",
                 "severity": "warning",
@@ -880,7 +1006,11 @@ class Daemon:
         except StaticpodError as exc:
             if recover:
                 raise
-            self._say(f"reconcile failed: {exc}")
+            if (self.runtime_problems.get("reconcile") or {}).get("message") != exc.message:
+                # once per failure (a full disk retries every second)
+                self._say(f"reconcile failed: {exc}")
+                self.log(Event.DAEMON_ERROR, f"reconcile failed: {exc}", priority=ERR, error="reconcile-failed",
+                         code=exc.code, path=exc.path)
             self.runtime_problems["reconcile"] = {
                 "code": exc.code,
                 "severity": "error",
@@ -893,7 +1023,11 @@ class Daemon:
                 raise
             import traceback
 
-            traceback.print_exc(file=sys.stderr)
+            if not self._stderr_is_journal():
+                traceback.print_exc(file=sys.stderr)
+            if (self.runtime_problems.get("reconcile") or {}).get("code") != "internal-error":
+                self.log(Event.DAEMON_ERROR, f"internal error during reconcile (still serving): {type(exc).__name__}: "
+                         f"{exc}", priority=ERR, error="internal-error", traceback=traceback.format_exc())
             self.runtime_problems["reconcile"] = {
                 "code": "internal-error",
                 "severity": "error",
@@ -903,6 +1037,23 @@ class Daemon:
             self._retry_later(full, names)
         else:
             self.runtime_problems.pop("reconcile", None)
+
+    def _remove_lone_private_dir(self) -> None:
+        """Under the lock: an empty ``.staticpodd/`` that is all the manifest directory holds goes
+        (kubeadm's DirAvailable preflight counts dot-entries; see
+        :func:`staticpodd.fsops.remove_private_dir_if_alone`)."""
+        from . import fsops
+
+        if self.parks or not self.layout.private_dir.is_dir():
+            return
+        if fsops.remove_private_dir_if_alone(self.layout):
+            self.log(
+                Event.STAGING_SWEPT,
+                f"removed the empty {self.layout.private_dir} (nothing else was in the manifest directory; "
+                "kubeadm's preflight refuses a directory that is not empty)",
+                priority=INFO,
+                finding="private-dir-removed",
+            )
 
     def _live_stats(self) -> dict[str, tuple[int, int, int]]:
         """``(size, mtime_ns, st_ino)`` of every regular file (symlinks followed) in the manifest
@@ -1324,7 +1475,11 @@ class Daemon:
                 continue  # a component's manifest just put back: never moved out of sight
             try:
                 if a.verb == "restore":
-                    res = self.engine.restore_last_good(a.target, reason=a.reason)
+                    # the bytes judged invalid in this pass (the scan's observation): the engine
+                    # restores only while the live file still holds exactly them (issue 11 item 2)
+                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
+                    res = self.engine.restore_last_good(a.target, reason=a.reason,
+                                                        judged_digest=_get(judged, "digest") or "")
                     new = _get(_get(res, "version"), "seq")
                     source = (_get(res, "extra") or {}).get("restored_version")
                     restored.add(a.file_name or "")
@@ -1350,12 +1505,26 @@ class Daemon:
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:
+                if exc.code == "changed-meanwhile" and a.file_name:
+                    # written again after it was judged: recorded by the engine, never reverted;
+                    # the next pass judges the new bytes (and restores them only if invalid)
+                    self._say(f"{a.verb} {a.target} skipped: {exc.message}")
+                    self._retry_names.add(a.file_name)
+                    self._retry_at = time.monotonic() + RETRY_DELAY
+                    continue
                 self._say(f"{a.verb} {a.target} failed: {exc}")
                 if a.verb == "unpark":
                     rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
                     until = _get(rec, "until")
                     if until is not None:
                         self.failed_unparks[(a.target, until)] = exc.code
+                    try:  # counted in staticpodd_failed_unparks_total (from the store: survives a restart)
+                        self.engine.store.record_event(
+                            "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
+                            reason=a.reason, details={"error": exc.code, "until": until},
+                        )
+                    except StaticpodError:
+                        pass
                     self.runtime_problems[f"unpark:{a.target}"] = {
                         "code": "park-expired-unpark-failed",
                         "severity": "error",
@@ -1403,11 +1572,14 @@ class Daemon:
                 started_at=self.started_at,
                 now=time.time(),
                 previous=self._metrics_snapshot,
+                history=metrics.store_counters(self.layout.db_path),
             )
             metrics.write_textfile(directory, metrics.render(snap))
         except StaticpodError as exc:
             if "metrics" not in self.runtime_problems:
                 self._say(f"cannot write metrics: {exc}")
+                self.log(Event.DAEMON_ERROR, f"cannot write the node_exporter textfile in {directory}: {exc.message}",
+                         priority=WARNING, error="metrics-write-failed", path=str(directory))
             self.runtime_problems["metrics"] = {
                 "code": "metrics-write-failed",
                 "severity": "warning",
@@ -1468,6 +1640,7 @@ class Daemon:
                 config_path=exc.path,
                 line=exc.line,
                 field=exc.field,
+                hint=exc.hint,
             )
             self.reload_state = {"seq": target, "status": "refused", "error": str(exc), "at": time.time()}
         else:
@@ -1557,7 +1730,13 @@ class Daemon:
         try:
             write_heartbeat(self.layout.heartbeat_path, data)
         except OSError as exc:
-            self._say(f"cannot write heartbeat {self.layout.heartbeat_path}: {exc.strerror}")
+            if not self._heartbeat_failed:
+                self._say(f"cannot write heartbeat {self.layout.heartbeat_path}: {exc.strerror}")
+                self.log(Event.DAEMON_ERROR, f"cannot write the heartbeat {self.layout.heartbeat_path}: {exc.strerror}",
+                         priority=WARNING, error="heartbeat-write-failed", path=str(self.layout.heartbeat_path))
+            self._heartbeat_failed = True
+        else:
+            self._heartbeat_failed = False
 
 
 def validate_options(config: Config) -> Any:
@@ -1630,6 +1809,8 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"staticpodd: {exc}", file=sys.stderr)
             return EXIT_CONFIG
+        if args.unit:
+            bind_textfile_dir(layout, args.unit, config_path=args.config)
         return reload_running(layout, timeout=args.timeout)
     if args.check_config:
         try:

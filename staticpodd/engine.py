@@ -27,11 +27,14 @@ from typing import Any
 from . import fsops
 from .errors import (
     AlreadyParked,
+    ChangedMeanwhile,
     Conflict,
     FsError,
     InvalidManifest,
     LiveFileExists,
     NotParked,
+    StaticpodError,
+    StoreError,
     UnknownComponent,
     UsageError,
 )
@@ -39,7 +42,7 @@ from .journal import ERR, INFO, NOTICE, WARNING, Event, Journal
 from .layout import MANIFEST_SUFFIXES, PRIVATE_DIRNAME, Layout, component_of
 from .lock import DEFAULT_TIMEOUT, FileLock, default_notify
 from .store import Observed, ParkRecord, Version, VersionStore, digest_of, iso
-from .termsafe import printable_name
+from .termsafe import note_names, printable_name, shell_word
 
 EXTERNAL = "external"
 
@@ -340,6 +343,7 @@ class Engine:
             names = os.listdir(directory)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        note_names(names)  # a newline in a name is escaped wherever it is shown (termsafe.safe)
         out = []
         for e in names:
             if e.startswith("."):
@@ -434,12 +438,12 @@ class Engine:
                 raise Conflict(
                     f"{comp} is recorded as parked, but its parked copy is gone (moved or deleted by hand)",
                     path=str(self.layout.parked_dir / head.file_name),
-                    hint=f"to start it from its newest version: staticpodctl unpark {comp}; to put that version "
-                    f"back as the parked copy and keep it stopped: staticpodctl rollback {comp}",
+                    hint=f"to start it from its newest version: staticpodctl unpark {_q(comp)}; to put that version "
+                    f"back as the parked copy and keep it stopped: staticpodctl rollback {_q(comp)}",
                 )
             raise UnknownComponent(
                 f"{comp} is not in {self.layout.manifest_dir}: its file was removed (newest version {head.seq})",
-                hint=f"put it back with: staticpodctl rollback {comp}",
+                hint=f"put it back with: staticpodctl rollback {_q(comp)}",
             )
         known = sorted({self.component_for(n) for n in live + parked})
         import difflib
@@ -500,6 +504,9 @@ class Engine:
             manifest, warnings = gate(data, display_path, self.validate_options())
         except InvalidManifest as exc:
             self.store.set_verdict(digest, validator_id(), False)
+            # counted in staticpodd_refused_applies_total (metrics.store_counters)
+            self.store.record_event("refused-invalid", component=component, file_name=None, actor=self.actor.name,
+                                    details={"digest": digest, "code": exc.findings[0].code if exc.findings else None})
             first = exc.findings[0] if exc.findings else None
             where = f" at line {exc.line}" if exc.line else ""
             what = f" ({first.code}{', ' + exc.field if exc.field else ''})" if first else ""
@@ -599,7 +606,7 @@ class Engine:
                 path=str(self.layout.manifest_dir / others[0]),
                 hint=(f"move {others[0]} out of the directory (its name is not UTF-8, so staticpodctl cannot "
                       "park it)" if self._is_untrackable_display(others[0]) else
-                      f"park the other file first: staticpodctl park {others[0]}"
+                      f"park the other file first: staticpodctl park {_q(others[0])}"
                       + ("" if component_of(others[0]) == others[0] else " --force")),
             )
 
@@ -893,15 +900,60 @@ class Engine:
         self._set_observed(comp, fn, "live", v.digest, st)
         return v
 
-    def _moved_or_undo(self, intent: int, src: Path, dst: Path) -> None:
+    def _moved_or_undo(self, intent: int, src: Path, dst: Path, *, comp: str | None = None,
+                       expect_digest: str | None = None, action: str = "park") -> None:
         """Rename src -> dst (never replacing); when the rename fails, nothing moved: drop the
-        intent so no interrupted operation is left behind, and say nothing was changed."""
+        intent so no interrupted operation is left behind, and say nothing was changed.
+
+        ``expect_digest``: the bytes judged at ``src`` (validated for unpark, hooked for park);
+        read again right before the rename, and when they changed the other write is recorded
+        and ChangedMeanwhile raised, nothing moved."""
+        if expect_digest is not None and comp is not None:
+            try:
+                now = fsops.read_state(src)
+            except FsError:
+                now = None
+            if now is None or digest_of(now.data) != expect_digest:
+                self.store.end_intent(intent)
+                loc = "parked" if src.parent == self.layout.parked_dir else "live"
+                raise self._changed_meanwhile(comp, src.name, loc, action, expect_digest, expect_digest, now)
         try:
             fsops.move_noreplace(src, dst)
         except (FsError, LiveFileExists) as exc:
             if src.exists() and not (dst.exists() and os.path.samefile(src, dst)):
                 self.store.end_intent(intent)
                 exc.message += "; nothing was changed"
+            raise
+
+    @contextmanager
+    def _after_rename(self, done: str, *, then: str | None = None) -> Iterator[None]:
+        """Recording after the rename: a store failure here (a full disk at COMMIT) must say that
+        the change already reached the kubelet, and that it will be recorded: the intent was
+        committed before the rename, so :meth:`recover` (run by ``staticpodctl recover`` and by
+        every changing verb and the daemon's start) records it. Raises StoreError with
+        ``details["reached_kubelet"] = True``."""
+        try:
+            yield
+        except StoreError as exc:
+            raise StoreError(
+                f"{done}, but recording it failed: {exc.message}",
+                path=exc.path, hint=(then or "nothing is lost: once the store can be written again, run: "
+                                     "staticpodctl recover (the next staticpodctl or staticpodd start does it "
+                                     "too); it records this change from the interrupted operation"),
+                details={"reached_kubelet": True, "recorded": False},
+            ) from exc
+
+    @contextmanager
+    def nothing_changed_on_error(self) -> Iterator[None]:
+        """A StoreError or FsError before a changing verb's rename: say that nothing reached the
+        kubelet (``details["reached_kubelet"] = False``), unless the error already says it did."""
+        try:
+            yield
+        except StaticpodError as exc:
+            if isinstance(exc, (StoreError, FsError)) and "reached_kubelet" not in exc.details:
+                exc.details["reached_kubelet"] = False
+                if "nothing was changed" not in exc.message:
+                    exc.message += "; nothing was changed in the manifest directory"
             raise
 
     def _intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
@@ -984,7 +1036,7 @@ class Engine:
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
                                      restoring)
-        with self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
                                      restoring)
 
@@ -1037,7 +1089,7 @@ class Engine:
                     "defining it would start it again behind the park",
                     path=str(self._path("parked", other)),
                     hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
-                    f"to start it: staticpodctl unpark {other_comp}",
+                    f"to start it: staticpodctl unpark {_q(other_comp)}",
                 )
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
@@ -1057,13 +1109,19 @@ class Engine:
         loc = "parked" if target.parked and not target.live else "live"
         if lost_park is not None and target.location is None:
             loc = "parked"
-        cur = self._state_at(loc, fn) if target.location else None
+        if check:
+            cur = self._state_at(loc, fn) if target.location else None
+        else:
+            cur = self._settled_state(comp, loc, fn, action)
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
             head = self.store.head(comp) if self.layout.db_path.exists() else None
             hint = (f"the other write is recorded as version {head.seq}; see what it changed with: "
-                    f"staticpodctl diff {comp} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
-                    else f"see its history with: staticpodctl history {comp}")
-            raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
+                    f"staticpodctl diff {_q(comp)} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
+                    else f"see its history with: staticpodctl history {_q(comp)}")
+            if action == "edit":
+                raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
+            raise self._changed_meanwhile(comp, fn, loc, action, expect_digest, digest_of(data),
+                                          cur) from None
         manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
         if not rename and action in ("apply", "edit"):
             self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
@@ -1134,21 +1192,46 @@ class Engine:
             payload["reopen_park"] = {"parked_at": lost_park.parked_at, "until": lost_park.until,
                                       "actor": lost_park.actor, "actor_via": lost_park.actor_via,
                                       "reason": lost_park.reason}
-        intent = self.store.begin_intent("swap", comp, payload)
+        try:
+            intent = self.store.begin_intent("swap", comp, payload)
+        except StoreError:
+            try:
+                fsops.remove(staged)
+            except FsError:
+                pass  # swept by the next recover
+            raise
         fsops.crashpoint("swap:intent")
         dst = self._path(loc, fn)
         try:
-            fsops.replace(staged, dst)
-        except FsError as exc:
+            late = fsops.replace_checked(staged, dst, old_digest)
+        except fsops.ChangedUnderfoot as exc:
+            fsops.remove(staged)
+            self.store.end_intent(intent)
+            raise self._changed_meanwhile(comp, fn, loc, action, old_digest, new_digest, exc.state) from None
+        except (FsError, LiveFileExists) as exc:
             if not dst.exists() or digest_of(dst.read_bytes()) != new_digest:
                 fsops.remove(staged)
                 self.store.end_intent(intent)
                 exc.message += "; nothing was changed"
+                exc.details["reached_kubelet"] = False
+            else:  # renamed, then the directory fsync failed: in place, recorded by recover
+                exc.message += (f"; {fn} is in place all the same (the kubelet runs it); run staticpodctl recover "
+                                "to record it")
+                exc.details["reached_kubelet"] = True
             raise
         fsops.crashpoint("swap:renamed")
         st = fsops.read_state(dst)
         assert st is not None
-        with self.store.transaction():
+        with self._after_rename(f"{fn} is in place: the kubelet runs the new manifest ({new_digest[:12]})"
+                                if loc == "live" else f"the parked copy of {fn} is updated ({new_digest[:12]})"), \
+                self.store.transaction():
+            if late is not None:  # written in the instant between the check and the swap: kept in history
+                lv = self.store.record(comp, fn, late.data, action="external", actor=EXTERNAL,
+                                       reason=f"written during the {action} swap", mode=late.mode, uid=late.uid,
+                                       gid=late.gid, location=loc)
+                warnings = [*warnings, OpWarning(
+                    str(dst), f"{fn} was written by someone else in the instant of the swap; that write is "
+                    f"recorded as version {lv.seq} ({lv.digest[:12]}) and was replaced", code="changed-meanwhile")]
             version = self._record_swap(comp, fn, loc, data, st, payload)
             self.store.end_intent(intent)
         fsops.crashpoint("swap:recorded")
@@ -1177,6 +1260,60 @@ class Engine:
         return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
                       digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
 
+    def _settled_state(self, comp: str, loc: str, fn: str, action: str) -> fsops.FileState | None:
+        """The file at ``loc``/``fn`` as it is now, with its bytes recorded: the drift scan ran just
+        before, and a write between that scan and this read is scanned (recorded) again, so the
+        digest a changing verb judges, and compares right before its rename, is always one that
+        is in history. Raises ChangedMeanwhile when the file will not hold still (five reads)."""
+        key = f"{loc}/{fn}"
+        for _ in range(5):
+            st = self._state_at(loc, fn)
+            obs = self.store.observed().get(key)
+            if st is None:
+                if obs is None:
+                    return None
+            elif obs is not None and (obs.digest == digest_of(st.data) or obs.digest.startswith("too-large:")):
+                return st
+            elif obs is None and self.store.knows_digest(comp, digest_of(st.data)):
+                return st
+            self.scan([fn])
+        raise ChangedMeanwhile(
+            f"{fn} keeps changing while {action} tries to read it (another writer is at work); nothing was changed",
+            path=str(self._path(loc, fn)), hint=f"wait for the other writer, then run the {action} again")
+
+    def _changed_meanwhile(self, comp: str, fn: str, loc: str, action: str, judged: str | None, refused: str,
+                           now: fsops.FileState | None) -> ChangedMeanwhile:
+        """Record the write that landed between judging and renaming (as drift, actor external)
+        and build the refusal naming both versions."""
+        judged_seq = next((v.seq for v in reversed(self.store.history(comp)) if v.digest == judged), None)
+        self.scan([fn])
+        after = self.store.head(comp)
+        path = str(self._path(loc, fn))
+        moving = action in ("park", "unpark")
+        what = action if moving else f"{action} of {refused[:12]}"
+        tail = "nothing was moved" if moving else "your manifest was not put in place"
+        if now is None:
+            msg = (f"{fn} was removed by someone else while the {what} was running (after it was judged, "
+                   f"before the rename); {'nothing was moved' if moving else 'nothing was put in place'}")
+            hint = f"see: staticpodctl history {_q(comp)}; run the {action} again to put it back"
+            rec = None
+        else:
+            rec = after.seq if after is not None and after.digest != judged else None
+            shown = after.digest if after is not None and rec is not None else digest_of(now.data)
+            msg = (f"{fn} changed while the {what} was running (someone else wrote it after it was judged as "
+                   f"version {judged_seq if judged_seq is not None else '-'}, before the rename): that write is "
+                   f"recorded as version {rec if rec is not None else '?'} ({shown[:12]}); "
+                   f"{tail}")
+            hint = (f"see what changed: staticpodctl diff {_q(comp)} {judged_seq} {rec}; then run the {action} "
+                    "again to replace it" if judged_seq is not None and rec is not None else
+                    f"see: staticpodctl history {_q(comp)}; then run the {action} again")
+        self._log(Event.DRIFT_RECORDED, f"{comp}: {action} refused: {fn} changed after it was judged",
+                  priority=WARNING, component=comp, file_name=fn, version=rec, digest=refused,
+                  previous_digest=judged, kind="changed-meanwhile", action=action)
+        return ChangedMeanwhile(msg, path=path, hint=hint,
+                                details={"judged_version": judged_seq, "recorded_version": rec,
+                                         "refused_digest": refused, "judged_digest": judged})
+
     def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from .validate import gate
 
@@ -1195,7 +1332,7 @@ class Engine:
                     return target, st.data, loc
         raise UnknownComponent(
             f"{target.component} has no live or parked file",
-            hint=f"see its recorded versions: staticpodctl history {target.component}",
+            hint=f"see its recorded versions: staticpodctl history {_q(target.component)}",
         )
 
     def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False) -> Result:
@@ -1207,6 +1344,10 @@ class Engine:
         InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
         (``pod-renamed``) rather than refuses: the bytes were in force before.
         """
+        with self.nothing_changed_on_error():
+            return self._rollback(name, to=to, reason=reason, check=check)
+
+    def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool) -> Result:
         target = self.resolve(name)
         comp = target.component
         skipped: list[int] = []
@@ -1220,14 +1361,15 @@ class Engine:
             if not candidates:
                 raise Conflict(
                     f"{comp} has no earlier version that differs from the current bytes",
-                    hint=f"see: staticpodctl history {comp}",
+                    hint=f"see: staticpodctl history {_q(comp)}",
                 )
             # the newest one that passes the gate: a broken hand edit in history is skipped
             valid = [v for v in candidates if self._verdict(self.store.data(v.digest), f"{comp}@{v.seq}", comp)[0]]
             if not valid:
                 raise Conflict(
                     f"{comp} has no earlier version that passes validation",
-                    hint=f"see: staticpodctl history {comp}; staticpodctl rollback {comp} --to N shows why one fails",
+                    hint=f"see: staticpodctl history {_q(comp)}; staticpodctl rollback {_q(comp)} --to N "
+                    "shows why one fails",
                 )
             version = valid[0]
             skipped = [v.seq for v in candidates[: candidates.index(version)] if v.digest != version.digest]
@@ -1245,14 +1387,35 @@ class Engine:
                         f"{', '.join(map(str, skipped))}: invalid")
         return res
 
-    def restore_last_good(self, name: str, *, reason: str) -> Result:
+    def restore_last_good(self, name: str, *, reason: str, judged_digest: str | None = None) -> Result:
         """Put back the newest recorded version of ``name`` that passes the gate (daemon policy
         ``on_invalid: restore``). The bad bytes stay in history. The caller logs
-        RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes."""
+        RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes.
+
+        ``judged_digest``: the sha256 of the live bytes the caller judged invalid. The restore
+        acts only while the live file still holds exactly those bytes: a write that landed after
+        the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
+        is raised instead (the caller looks again). The digest is compared once here and again
+        right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
+        """
+        with self.nothing_changed_on_error(), self.locked():
+            return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+
+    def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
         target = self.resolve(name)
         comp = target.component
         _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
         bad = digest_of(cur) if cur else None
+        if judged_digest is not None:
+            if bad != judged_digest:
+                now = self._state_at("live", target.file_name)
+                err = self._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
+                                              judged_digest, now)
+                err.message = (f"{target.file_name} changed after it was judged invalid "
+                               f"({judged_digest[:12]}); not restored: the new write is recorded"
+                               + (f" as version {err.details['recorded_version']}"
+                                  if err.details.get("recorded_version") else ""))
+                raise err
         seen: set[str] = set()
         for v in reversed(self.store.history(comp)):
             if v.digest == bad or v.digest in seen:
@@ -1262,7 +1425,7 @@ class Engine:
             ok, _ = self._verdict(data, f"{comp}@{v.seq}", comp)
             if ok:
                 res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
-                                 action="restore", restoring=v)
+                                 action="restore", restoring=v, expect_digest=judged_digest)
                 res.extra["restored_version"] = v.seq
                 return res
         raise Conflict(f"{comp} has no recorded version that passes validation", hint="fix the file by hand")
@@ -1284,7 +1447,7 @@ class Engine:
         says which file the pod keeps running from.
         Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
         """
-        with self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             target = self.resolve(name, allow_recorded=False)
             self._scan_before_change(target.file_name)
@@ -1298,7 +1461,7 @@ class Engine:
                         f" until {iso(rec.until)}" if rec.until else ""
                     ) + (f" ({rec.reason})" if rec.reason else "")
                 raise AlreadyParked(f"{comp} is already parked{detail}",
-                                    hint=f"bring it back with: staticpodctl unpark {comp}")
+                                    hint=f"bring it back with: staticpodctl unpark {_q(comp)}")
             replaced_note = ""
             if target.parked:
                 old = self._state_at("parked", fn)
@@ -1308,7 +1471,7 @@ class Engine:
                     self.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
                                             actor=self.actor.name, details={"digest": digest_of(old.data)})
                     replaced_note = (f"; the older parked copy ({digest_of(old.data)[:12]}) was replaced "
-                                     f"(its bytes stay in history: staticpodctl history {comp})")
+                                     f"(its bytes stay in history: staticpodctl history {_q(comp)})")
                 else:
                     raise Conflict(
                         f"a parked copy of {fn} exists that is not recorded",
@@ -1334,7 +1497,7 @@ class Engine:
                     odd = [t for t in twins if self._is_untrackable_display(t)]
                     hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
                             f"staticpodctl cannot park it), then park {comp}" if odd else
-                            f"park the leftover first (staticpodctl park {stray_twins[0]}), then park {comp}"
+                            f"park the leftover first (staticpodctl park {_q(stray_twins[0])}), then park {comp}"
                             if stray_twins else
                             f"park or move the other file(s) first, or park only {fn} with --force "
                             "(the pod keeps running from the other file)")
@@ -1348,7 +1511,7 @@ class Engine:
                     raise UsageError(
                         f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
                         "so a deadline to start it again means nothing",
-                        hint=f"park it without --for/--until: staticpodctl park {fn}",
+                        hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
                     )
                 twins_note = f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
             digest = digest_of(st.data)
@@ -1357,11 +1520,12 @@ class Engine:
             payload.update(digest=digest, until=until)
             intent = self.store.begin_intent("park", comp, payload)
             fsops.crashpoint("park:intent")
-            self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn))
+            self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn), comp=comp,
+                                expect_digest=digest, action="park")
             fsops.crashpoint("park:renamed")
             pst = self._state_at("parked", fn)
             assert pst is not None
-            with self.store.transaction():
+            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.transaction():
                 version, rec = self._record_park(comp, fn, pst, payload)
                 self.store.end_intent(intent)
             self._log(
@@ -1385,7 +1549,7 @@ class Engine:
         Raises NotParked, LiveFileExists (a live file appeared meanwhile: nothing changed),
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
-        with self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             recovered_note = ""
             try:
                 target = self.resolve(name, allow_recorded=False)
@@ -1424,7 +1588,7 @@ class Engine:
                 raise LiveFileExists(
                     f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
                     path=str(self._path("live", fn)),
-                    hint=f"both are in history (staticpodctl history {comp}). To keep the live file, delete the "
+                    hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
                     f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
                     "copy win, move the live file out of the directory first, then unpark",
                 )
@@ -1447,12 +1611,13 @@ class Engine:
             payload.update(digest=digest)
             intent = self.store.begin_intent("unpark", comp, payload)
             fsops.crashpoint("unpark:intent")
-            self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn))
+            self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn), comp=comp,
+                                expect_digest=digest, action="unpark")
             fsops.crashpoint("unpark:renamed")
             st = self._state_at("live", fn)
             assert st is not None
             rec = self.store.park_of(comp)
-            with self.store.transaction():
+            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.transaction():
                 version = self._record_unpark(comp, fn, st, payload)
                 self.store.end_intent(intent)
             parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""
@@ -1470,7 +1635,7 @@ class Engine:
         recorded first if they were not) and close the park. For a parked leftover (a
         ``.bak``), or a component the operator retires. Raises NotParked, UnknownComponent,
         LockTimeout, FsError."""
-        with self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             missing = self._park_with_missing_copy(name)
             if missing is not None:
                 comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
@@ -1491,7 +1656,9 @@ class Engine:
             parked_version = next((v for v in reversed(self.store.history(comp)) if v.digest == parked_digest), None)
             live_too = self._path("live", fn).exists()
             fsops.remove(self._path("parked", fn))
-            with self.store.transaction():
+            with self._after_rename(f"the parked copy of {fn} is deleted (its bytes are in history)",
+                                    then="the park stands until it is closed; run the discard again"), \
+                    self.store.transaction():
                 if parked_st is not None:  # a history row: the park's end, with the bytes it ended with
                     parked_version = self.store.record(
                         comp, fn, parked_st.data, action="discard", actor=self.actor.name,
@@ -1563,7 +1730,7 @@ class Engine:
         """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
         (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
         Raises UnknownComponent when the file is not there, FsError."""
-        with self.locked():
+        with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
             src = self._path("live", file_name)
             if not src.is_file():
@@ -1710,6 +1877,11 @@ def _is_tool_tempfile(file_name: str) -> bool:
 
     left = identify(file_name)
     return left is not None and left.pattern.kind == "tempfile"
+
+
+def _q(name: str) -> str:
+    """``name`` as a shell word for a hint (:func:`staticpodd.termsafe.shell_word`)."""
+    return shell_word(name)
 
 
 def is_utf8_name(name: str) -> bool:

@@ -127,6 +127,15 @@ class Conflict(StaticpodError):
     exit_status = EXIT_CONFLICT
 
 
+class ChangedMeanwhile(Conflict):
+    """The file changed after it was judged and before the rename (another writer, a hand edit
+    during the pre-hooks): the other write is recorded as a version and nothing was replaced.
+    ``details`` names both: ``recorded_version`` (the other write) and ``refused_digest``."""
+
+    code = "changed-meanwhile"
+    exit_status = EXIT_CONFLICT
+
+
 class InvalidManifest(StaticpodError):
     """The bytes would not be accepted by the kubelet; nothing was changed.
 

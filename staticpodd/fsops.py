@@ -12,8 +12,9 @@ Rules it keeps (KUBELET.md "Consequences for staticpodd"):
 4. Unchanged bytes are never rewritten, chmodded or touched (callers compare digests first).
 
 Crash points: for the crash-safety tests, :func:`crashpoint` kills the process with SIGKILL when
-the environment variable ``STATICPODD_TEST_CRASHPOINT`` names the step being passed. It is a test
-hook (like SQLite's fault injection) and does nothing otherwise.
+the environment variable ``STATICPODD_TEST_CRASHPOINT`` names the step being passed, and
+:func:`pausepoint` sleeps where ``STATICPODD_TEST_PAUSEPOINT`` says. They are test hooks (like
+SQLite's fault injection) and do nothing otherwise.
 """
 
 from __future__ import annotations
@@ -40,12 +41,22 @@ STAGING_PREFIX = "stage-"
 KUBELET_MAX_BYTES = 10 * 1024 * 1024
 
 _CRASHPOINT = os.environ.get("STATICPODD_TEST_CRASHPOINT")
+_PAUSEPOINT = os.environ.get("STATICPODD_TEST_PAUSEPOINT")  # "NAME:SECONDS"
 
 
 def crashpoint(name: str) -> None:
     """Die with SIGKILL here when ``STATICPODD_TEST_CRASHPOINT == name`` (tests only)."""
     if _CRASHPOINT is not None and _CRASHPOINT == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pausepoint(name: str) -> None:
+    """Sleep here when ``STATICPODD_TEST_PAUSEPOINT == "name:seconds"`` (tests only: widens a
+    race window that is otherwise microseconds, so the test of what happens in it is exact)."""
+    if _PAUSEPOINT is not None and _PAUSEPOINT.rpartition(":")[0] == name:
+        import time
+
+        time.sleep(float(_PAUSEPOINT.rpartition(":")[2]))
 
 
 @dataclass(frozen=True)
@@ -170,7 +181,89 @@ def replace(staged: Path, target: Path) -> None:
 
 _renameat2 = None
 _RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+
+
+class ChangedUnderfoot(Exception):
+    """The file at ``path`` is not the one that was judged: someone wrote it meanwhile.
+
+    ``state`` is what is there now (None: it is gone). Raised by :func:`replace_checked` before
+    anything moved; the engine records ``state`` as a version and refuses."""
+
+    def __init__(self, path: Path, state: FileState | None) -> None:
+        super().__init__(str(path))
+        self.path = path
+        self.state = state
+
+
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> FileState | None:
+    """Put ``staged`` at ``target`` only if ``target`` still holds the bytes that were judged.
+
+    ``expect_digest``: sha256 of the bytes the caller judged (validated, recorded, ran its hooks
+    against); None means "there was no file": then the rename never replaces one that appeared
+    meanwhile (``RENAME_NOREPLACE``). Right before the rename the target is read again and
+    compared; a difference raises :class:`ChangedUnderfoot` and nothing moves.
+
+    The swap itself is ``renameat2(RENAME_EXCHANGE)`` where the filesystem has it (ext4, xfs,
+    btrfs, tmpfs): the replaced inode then stays reachable at the staging path, so a write that
+    landed in the microseconds between the check and the swap (or through a descriptor opened
+    before it) is not lost: its state is returned for the caller to record, and the old inode is
+    then unlinked. The kubelet sees one rename event either way (KUBELET.md "When the kubelet
+    looks"). Without exchange it falls back to ``rename(2)`` and returns None. fsyncs both
+    directories. Raises ChangedUnderfoot, LiveFileExists (a file appeared where there was none),
+    FsError.
+    """
+    try:
+        now = read_state(target)
+    except FsError:
+        now = None
+        if expect_digest is not None:
+            raise
+    if (None if now is None else _digest(now.data)) != expect_digest:
+        raise ChangedUnderfoot(target, now)
+    if expect_digest is None:
+        try:
+            move_noreplace(staged, target)
+        except LiveFileExists:
+            raise ChangedUnderfoot(target, read_state(target)) from None
+        return None
+    pausepoint("swap:checked")
+    r2 = _load_renameat2()
+    late: FileState | None = None
+    exchanged = False
+    if r2:
+        fn, ctypes = r2
+        rc = fn(_AT_FDCWD, os.fsencode(staged), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE)
+        if rc == 0:
+            exchanged = True
+        else:
+            err = ctypes.get_errno()
+            if err == errno.ENOENT and not target.exists():
+                raise ChangedUnderfoot(target, None)
+            if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+                raise FsError(f"rename into place failed: {os.strerror(err)}", path=str(target))
+    if exchanged:
+        crashpoint("swap:exchanged")
+        try:
+            old = read_state(staged)
+        except FsError:
+            old = None
+        if old is not None and _digest(old.data) != expect_digest:
+            late = old
+        _unlink_quietly(staged)
+        fsync_dir(target.parent)
+        if staged.parent != target.parent:
+            fsync_dir(staged.parent)
+        return late
+    replace(staged, target)
+    return None
 
 
 def _load_renameat2():  # type: ignore[no-untyped-def]
@@ -264,3 +357,33 @@ def sweep_staging(layout: Layout, keep: set[str]) -> list[Path]:
     if removed:
         fsync_dir(layout.staging_dir)
     return removed
+
+
+def remove_private_dir_if_alone(layout: Layout) -> bool:
+    """Remove ``<manifests>/.staticpodd/`` when it is the only entry of the manifest directory
+    and holds nothing but its empty subdirectories (parked, staging, quarantine).
+
+    kubeadm's preflight check ``DirAvailable--etc-kubernetes-manifests`` refuses a non-empty
+    directory and counts dot-entries (kubeadm ``preflight/checks.go`` DirAvailableCheck), so an
+    empty ``.staticpodd/`` left behind after the last parked or applied file went away breaks
+    ``kubeadm init`` (issue 12.2). A file anywhere inside (a parked or quarantined manifest) keeps
+    it: nothing the user had is lost. Call under the lock. Returns True when it was removed;
+    never raises (a failure leaves it for the next pass).
+    """
+    try:
+        if os.listdir(layout.manifest_dir) != [layout.private_dir.name]:
+            return False
+        subdirs = os.listdir(layout.private_dir)
+        known = {layout.parked_dir.name, layout.staging_dir.name, layout.quarantine_dir.name}
+        if not set(subdirs) <= known:
+            return False
+        for name in subdirs:
+            if os.listdir(layout.private_dir / name):
+                return False
+        for name in subdirs:
+            os.rmdir(layout.private_dir / name)
+        os.rmdir(layout.private_dir)
+        fsync_dir(layout.manifest_dir)
+    except OSError:
+        return False
+    return True

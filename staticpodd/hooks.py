@@ -362,9 +362,14 @@ def _log_failure(journal: Journal | None, result: HookResult, env: Mapping[str, 
     if journal is None:
         return
     what = "aborted the operation" if fatal else "failed; the operation was already done"
+    from .sandbox import NO_NETWORK_NOTE, network_available
+
+    offline = not network_available()  # e.g. run by the daemon in its sandbox: say so (issue 12.6)
     journal.log(
         Event.HOOK_FAILED,
-        f"{result.phase}-{result.verb} hook {result.name} {result.describe()}; {what}",
+        f"{result.phase}-{result.verb} hook {result.name} {result.describe()}; {what}"
+        + (f" ({NO_NETWORK_NOTE})" if offline else ""),
+        hook_network="none" if offline else None,
         priority=ERR if fatal else WARNING,
         hook=str(result.path),
         hook_phase=result.phase,

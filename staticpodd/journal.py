@@ -20,7 +20,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from .termsafe import printable_name
+from .termsafe import one_line, printable_name
 
 # syslog priorities (journald PRIORITY=)
 ERR = 3
@@ -65,6 +65,7 @@ class Event(Enum):
     CONFIG_INVALID = "575f2abe75374336ac52c8260ace30c5"
     DIRECTORY_REWATCHED = "cad73733cd8b494f8c72cce2af7e4027"
     DAEMON_START_FAILED = "18c12786dbe6409195ad4fc3da571ae6"
+    DAEMON_ERROR = "6d2dc6cec7b048f7b7b793c3a4e96386"  # a running daemon's own failure (ERROR= code)
     POLICY_ACTION_FAILED = "134a972eb07c4c72bd0452357ca3e868"
     POLICY_ACTION_HELD = "e8c23810d76c44be8991094ae110216b"
     WRITER_INSPECTION_LIMITED = "95989de49b7a4bedaba91ba176819365"
@@ -151,7 +152,7 @@ class Journal:
             if value is None:
                 continue
             out[key.upper()] = printable_name(str(value))  # a non-UTF-8 file name: \xNN, not an error
-        message = printable_name(message)
+        message = one_line(message)  # one line: a newline in a file name must not forge an entry's text
         sender = _resolve_sender()
         if sender is not None:
             try:
@@ -160,7 +161,7 @@ class Journal:
             except (OSError, ValueError):  # ValueError: covers UnicodeError and a NUL in a field
                 pass
         extras = " ".join(
-            f"{k}={v}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
+            f"{k}={one_line(v)}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
         )
         try:
             print(f"{self.identifier}: {message} [{extras}]", file=sys.stderr)

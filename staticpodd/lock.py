@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
 
-from .errors import LockTimeout
+from .errors import FsError, LockTimeout
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -41,11 +42,34 @@ class FileLock:
         return text or "unknown"
 
     def acquire(self, timeout: float = DEFAULT_TIMEOUT, notify: TextIO | None = None) -> None:
+        """Take the lock, waiting at most ``timeout`` seconds.
+
+        The lock file is opened so that only its owner (root on a node) can open it at all
+        (:func:`open_private`): ``flock(2)`` works on a read-only descriptor, so a readable lock
+        file would let any local user block every staticpodctl and the daemon (issue 11 item 6).
+        Writing the holder's pid into it is best effort (a full ``/run`` must not stop the lock
+        from working: ENOSPC is ignored there), and the descriptor is closed on every error path,
+        so a failure never leaves this process holding the flock (issue 11 item 3).
+        Raises LockTimeout, FsError (the lock file cannot be opened, or belongs to another user).
+        """
         if self._depth:
             self._depth += 1
             return
-        self.path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_private(self.path, what="lock file")
+        try:
+            self._wait(fd, timeout, notify)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"pid {os.getpid()}: {self.description}\n".encode(), 0)
+            except OSError:
+                pass  # ENOSPC/EROFS/EDQUOT: who holds it is a courtesy; the flock is what counts
+        except BaseException:
+            os.close(fd)  # also drops the flock if we had it
+            raise
+        self._fd = fd
+        self._depth = 1
+
+    def _wait(self, fd: int, timeout: float, notify: TextIO | None) -> None:
         start = time.monotonic()
         deadline = start + timeout
         told = False
@@ -53,11 +77,10 @@ class FileLock:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                return
             except BlockingIOError:
                 now = time.monotonic()
                 if now >= deadline:
-                    os.close(fd)
                     raise LockTimeout(
                         f"another staticpodctl or staticpodd holds the lock ({self.holder()}); "
                         f"gave up after {timeout:g} s",
@@ -69,10 +92,6 @@ class FileLock:
                     told = True
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: {self.description}\n".encode(), 0)
-        self._fd = fd
-        self._depth = 1
 
     def release(self) -> None:
         if not self._depth:
@@ -92,6 +111,34 @@ class FileLock:
     @property
     def held(self) -> bool:
         return self._depth > 0
+
+
+def open_private(path: Path, *, what: str) -> int:
+    """Open (creating) ``path`` read-write for a lock: the file 0600, its directory 0700 when we
+    create it, both owned by us. A file left looser by an older release is tightened; one owned
+    by another user is refused (they could hold the lock; on a node only root takes it).
+    Returns the descriptor (O_CLOEXEC). Raises FsError naming the path.
+    """
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise FsError(f"cannot open the {what}: {exc.strerror}", path=str(path),
+                      hint="staticpodctl and staticpodd run as root; check the directory's owner and mode"
+                      ) from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise FsError(
+                f"the {what} belongs to uid {st.st_uid}, not to us (uid {os.geteuid()}): another user "
+                "could hold it and block every staticpodctl and staticpodd",
+                path=str(path), hint="remove it (it holds no data) and check who can write its directory")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, 0o600)  # an older release made it 0644: readable is enough to flock it
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def default_notify() -> TextIO | None:

@@ -8,7 +8,9 @@ reads only ``*.prom`` files, so the temp file (a dot-name ending in ``.tmp``) is
 half-written; the rename makes the new file appear whole. node_exporter itself exports
 ``node_textfile_mtime_seconds{file="…/staticpodd.prom"}``: alert when it stops moving.
 
-Families (all gauges; every family has HELP and TYPE; one sample per component where labelled):
+Families (gauges unless named ``_total``; every family has HELP and TYPE; one sample per
+component where labelled). Components whose file is gone for good (``removed``) have no
+per-component series: a removed component's series would otherwise stay forever.
 
 ==========================================================  =====================================
 ``staticpodd_build_info{version}``                          1
@@ -26,7 +28,17 @@ Families (all gauges; every family has HELP and TYPE; one sample per component w
 ``staticpodd_strays``                                       stray files now (distinct names)
 ``staticpodd_duplicates``                                   duplicate-pod findings now
 ``staticpodd_findings{severity}``                           findings now, per severity
+``staticpodd_external_changes_total``                        counter: writes/removals by others
+``staticpodd_restores_total``                                counter: on_invalid restores
+``staticpodd_quarantines_total``                             counter: strays moved to quarantine
+``staticpodd_refused_applies_total``                         counter: manifests the gate refused
+``staticpodd_failed_unparks_total``                          counter: deadline unparks that failed
+``staticpodd_last_external_change_timestamp_seconds``        unix time of the last external change
+``staticpodd_last_restore_timestamp_seconds``                unix time of the last restore
 ==========================================================  =====================================
+
+The counters and the two timestamps are read from the version store (:func:`store_counters`),
+so they survive a daemon restart and count what staticpodctl did as well (a refused apply).
 
 Example alerts: ``time() > staticpodd_component_park_deadline_timestamp_seconds + 300`` (a park
 that should have ended), ``staticpodd_strays > 0``, ``staticpodd_component_drift == 1``.
@@ -48,7 +60,16 @@ from .errors import FsError
 from .termsafe import printable_name
 
 TEXTFILE_NAME = "staticpodd.prom"
-STATES = ("live", "parked", "missing", "removed")
+STATES = ("live", "parked", "missing")
+#: counter family suffix -> HELP text; values from :func:`store_counters`
+COUNTERS: dict[str, str] = {
+    "external_changes": "Changes to the manifest directory made by someone else (writes, removals, moves, "
+    "mode changes; not the adoption of a fresh store), recorded in the version store.",
+    "restores": "Invalid live manifests the daemon replaced with the last valid version (on_invalid: restore).",
+    "quarantines": "Stray files moved out of the kubelet's sight into .staticpodd/quarantine/.",
+    "refused_applies": "Manifests the validation gate refused (apply, edit, rollback, restore): nothing was written.",
+    "failed_unparks": "Park deadlines at which the daemon's unpark failed (the component stays parked).",
+}
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,10 @@ class MetricsSnapshot:
     strays: int = 0
     duplicates: int = 0
     findings_by_severity: Mapping[str, int] = field(default_factory=dict)
+    #: ``{suffix in COUNTERS: count}``; empty when the store could not be read
+    counters: Mapping[str, int] = field(default_factory=dict)
+    last_external_change: float | None = None
+    last_restore: float | None = None
 
     def last_failures(self) -> dict[str, float]:
         """``{component: last validation failure time}`` to carry into the next snapshot."""
@@ -113,6 +138,7 @@ def snapshot_from_status(
     now: float,
     previous: MetricsSnapshot | None = None,
     build_version: str = __version__,
+    history: Mapping[str, Any] | None = None,
 ) -> MetricsSnapshot:
     """Adapt the engine's status dict and the validator's findings to a :class:`MetricsSnapshot`.
 
@@ -126,8 +152,9 @@ def snapshot_from_status(
     ``strays``/``duplicates`` (the validator puts duplicate-pod on the file that *loses*).
     ``strays`` counts distinct file names from stray findings and status rows with
     ``"stray": true``. ``previous``: the last snapshot, whose last-failure times carry over while
-    a component validates clean. Pure; raises KeyError/TypeError/ValueError on a malformed
-    status dict.
+    a component validates clean. ``history``: :func:`store_counters`'s result (counters and
+    last-change times). Components in state ``removed`` are left out. Pure; raises
+    KeyError/TypeError/ValueError on a malformed status dict.
     """
     last = previous.last_failures() if previous is not None else {}
     errors_by_file: dict[str, int] = {}
@@ -153,6 +180,8 @@ def snapshot_from_status(
 
     comps: list[ComponentMetrics] = []
     for c in status.get("components", []):
+        if c.get("state") == "removed":
+            continue
         component = str(c["component"])
         file_name = str(c.get("file_name") or component)
         errors = errors_by_file.get(file_name, 0)
@@ -182,7 +211,61 @@ def snapshot_from_status(
         strays=len(stray_files),
         duplicates=duplicates,
         findings_by_severity=by_severity,
+        counters=dict((history or {}).get("counters") or {}),
+        last_external_change=(history or {}).get("last_external_change"),
+        last_restore=(history or {}).get("last_restore"),
     )
+
+
+def store_counters(db_path: Path | str) -> dict[str, Any]:
+    """Counters and last-change times from the version store (SQLite, opened read-only).
+
+    Returns ``{"counters": {suffix: int for suffix in COUNTERS}, "last_external_change":
+    float | None, "last_restore": float | None}`` (unix seconds). What counts: versions with
+    action ``external`` except adoption (reason ``first seen (adopted)``) plus events with actor
+    ``external`` except ``adopted`` (external changes); versions with action ``restore``
+    (restores); events ``quarantined``, ``refused-invalid``, ``unpark-failed``. Nothing is ever
+    deleted from those tables, so the counters only go up. No store yet: all zero. Raises
+    FsError when the store cannot be read.
+    """
+    import sqlite3
+
+    if not Path(db_path).exists():  # nothing recorded yet (an empty directory before kubeadm)
+        return {"counters": dict.fromkeys(COUNTERS, 0), "last_external_change": None, "last_restore": None}
+    uri = f"file:{Path(db_path).as_posix()}?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise FsError(f"cannot open the version store for metrics: {exc}", path=str(db_path)) from exc
+    try:
+        ext_v = db.execute(
+            "SELECT count(*), max(created_at) FROM versions WHERE action = 'external' "
+            "AND coalesce(reason, '') != 'first seen (adopted)'"
+        ).fetchone()
+        ext_e = db.execute(
+            "SELECT count(*), max(created_at) FROM events WHERE actor = 'external' AND kind != 'adopted'"
+        ).fetchone()
+        restores = db.execute("SELECT count(*), max(created_at) FROM versions WHERE action = 'restore'").fetchone()
+        kinds = dict(db.execute(
+            "SELECT kind, count(*) FROM events WHERE kind IN ('quarantined', 'refused-invalid', 'unpark-failed') "
+            "GROUP BY kind"
+        ).fetchall())
+    except sqlite3.Error as exc:
+        raise FsError(f"cannot read the version store for metrics: {exc}", path=str(db_path)) from exc
+    finally:
+        db.close()
+    last_ext = max((t for t in (ext_v[1], ext_e[1]) if t is not None), default=None)
+    return {
+        "counters": {
+            "external_changes": int(ext_v[0]) + int(ext_e[0]),
+            "restores": int(restores[0]),
+            "quarantines": int(kinds.get("quarantined", 0)),
+            "refused_applies": int(kinds.get("refused-invalid", 0)),
+            "failed_unparks": int(kinds.get("unpark-failed", 0)),
+        },
+        "last_external_change": float(last_ext) if last_ext is not None else None,
+        "last_restore": float(restores[1]) if restores[1] is not None else None,
+    }
 
 
 def _num(value: Any) -> float | None:
@@ -237,11 +320,11 @@ class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def family(self, name: str, help_text: str, samples: Sequence[Sample]) -> None:
+    def family(self, name: str, help_text: str, samples: Sequence[Sample], *, kind: str = "gauge") -> None:
         if not samples:
             return
         self.lines.append(f"# HELP {name} {escape_help(help_text)}")
-        self.lines.append(f"# TYPE {name} gauge")
+        self.lines.append(f"# TYPE {name} {kind}")
         for labels, value in samples:
             if labels:
                 inner = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in labels.items())
@@ -273,7 +356,7 @@ def render(snapshot: MetricsSnapshot) -> str:
         counts[c.state] = counts.get(c.state, 0) + 1
     w.family(
         "staticpodd_components",
-        "Number of components per state (live, parked, missing, removed).",
+        "Number of components per state (live, parked, missing).",
         [({"state": s}, n) for s, n in counts.items()],
     )
     w.family(
@@ -348,6 +431,19 @@ def render(snapshot: MetricsSnapshot) -> str:
         "staticpodd_findings",
         "Validator findings on the manifest directory now, per severity.",
         [({"severity": s}, n) for s, n in sorted(snapshot.findings_by_severity.items())],
+    )
+    for suffix, help_text in COUNTERS.items():
+        if suffix in snapshot.counters:
+            w.family(f"staticpodd_{suffix}_total", help_text, [({}, snapshot.counters[suffix])], kind="counter")
+    w.family(
+        "staticpodd_last_external_change_timestamp_seconds",
+        "Unix time of the last change made by someone else (from the version store; survives restarts).",
+        [({}, snapshot.last_external_change)] if snapshot.last_external_change is not None else [],
+    )
+    w.family(
+        "staticpodd_last_restore_timestamp_seconds",
+        "Unix time of the last on_invalid restore (from the version store; survives restarts).",
+        [({}, snapshot.last_restore)] if snapshot.last_restore is not None else [],
     )
     return "\n".join(w.lines) + "\n"
 

@@ -30,6 +30,7 @@ from .journal import ERR, NOTICE, WARNING, Event
 #: ``kind -> (event, sentence)``; ``{f}`` is the file name. The kubelet's view: a removal or a
 #: move out of the directory stops the pod at its next look (KUBELET.md "When the kubelet looks").
 CHANGE_KINDS: dict[str, tuple[Event, str]] = {
+    "adopted": (Event.EXTERNAL_CHANGE, "{f} was adopted: first seen by staticpodd, on an empty version store"),
     "created": (Event.EXTERNAL_CHANGE, "{f} was created by someone else"),
     "modified": (Event.EXTERNAL_CHANGE, "{f} was modified by someone else"),
     "moved-in": (Event.EXTERNAL_CHANGE, "{f} was moved into the manifest directory by someone else"),
@@ -54,8 +55,9 @@ CHANGE_KINDS: dict[str, tuple[Event, str]] = {
         "{f} was written back into the manifest directory while it is parked: the kubelet runs it again",
     ),
 }
-#: Kinds that carry no report of their own (the engine logs adoption of a fresh store at info).
-QUIET_KINDS = frozenset({"adopted"})
+#: Kinds that carry no report of their own. Adoption of a fresh store is reported like the others
+#: (at notice: nobody changed anything), so the first file the daemon meets has its entry too.
+QUIET_KINDS: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
                         "removed by its tool)")
             if version is not None:
                 text += f" (recorded as version {version})"
-            prio = ERR if event is Event.PARK_BROKEN else WARNING
+            prio = ERR if event is Event.PARK_BROKEN else NOTICE if kind == "adopted" else WARNING
             plan.reports.append(Report(event, prio, text, fields))
         if valid is not False or location != "live":
             continue

@@ -217,25 +217,56 @@ _VERSION_COLS = (
 )
 
 
+def _store_error(exc: BaseException, path: Path, doing: str) -> StoreError:
+    """A clear StoreError for a failed SQLite (or OS) call: full disk, read-only, locked, corrupt."""
+    import errno
+
+    text = str(exc)
+    low = text.lower()
+    err = getattr(exc, "errno", None)
+    if "full" in low or err in (errno.ENOSPC, errno.EDQUOT) or ("i/o" in low and _no_space(path)):
+        what = "the disk holding the version store is full"
+        hint = "free space on that filesystem, then run: staticpodctl recover"
+    elif "readonly" in low or "read-only" in low or err == errno.EROFS:
+        what = "the version store is read-only"
+        hint = ("remount it read-write to change anything; the read verbs (status, history, show, diff, "
+                "validate) keep working")
+    elif err == errno.EACCES or "permission" in low:
+        what = "the version store cannot be written (permission denied)"
+        hint = "run staticpodctl as root"
+    else:
+        what = "the version store failed"
+        hint = "check the disk and the file; a copy can be inspected with sqlite3; never delete it blindly"
+    return StoreError(f"{what} while {doing}: {getattr(exc, 'strerror', None) or text}", path=str(path), hint=hint)
+
+
 class VersionStore:
     """SQLite version store at ``path`` (created 0600 in a 0700 directory when missing).
 
+    When the store cannot be written (a read-only filesystem, a read-only bind mount) it is
+    opened read-only (``mode=ro``, else ``immutable=1`` when not even the WAL index can be
+    opened) and :attr:`readonly` is True: reads work, every write raises StoreError. Every
+    SQLite or OS failure is raised as StoreError saying what happened (a full disk, read-only,
+    corrupt), never as a raw ``sqlite3`` exception.
     Raises StoreError when the file is not a store, or was written by a newer staticpodd.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool | None = None) -> None:
         self.path = path
+        self.readonly = bool(readonly)
+        #: why it could not be opened read-write (None: asked for read-only, or it was not)
+        self._rw_error: BaseException | None = None
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fresh = not path.exists()
-            if fresh:
-                fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-                os.close(fd)
-            self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            if not readonly:
+                try:
+                    self._open_rw(path)
+                except (OSError, sqlite3.OperationalError) as exc:
+                    if readonly is False or not path.exists() or not _is_readonly_error(exc, path):
+                        raise
+                    self.readonly = True
+                    self._rw_error = exc
+            if self.readonly:
+                self._open_ro(path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot open the version store: {exc}",
@@ -243,7 +274,48 @@ class VersionStore:
                 hint="check the file; a copy can be inspected with sqlite3; never delete it blindly",
             ) from exc
         except OSError as exc:
-            raise StoreError(f"cannot open the version store: {exc.strerror}", path=str(path)) from exc
+            raise _store_error(exc, path, "opening it") from exc
+
+    def _open_rw(self, path: Path) -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fresh = not path.exists()
+        if fresh:
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open_ro(self, path: Path) -> None:
+        """Open for reading only: ``mode=ro`` (needs the WAL index, ``-shm``, to be usable), else
+        ``immutable=1`` (no locking at all: right for a read-only filesystem, where no one can
+        be writing)."""
+        from urllib.parse import quote
+
+        last: Exception | None = None
+        for flags in ("mode=ro", "immutable=1"):
+            db = sqlite3.connect(f"file:{quote(str(path))}?{flags}", uri=True, timeout=30.0, isolation_level=None)
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            except sqlite3.DatabaseError as exc:
+                db.close()
+                last = exc
+                continue
+            self._db = db
+            if row is not None and int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"the version store has schema {row[0]}, newer than this staticpodd understands "
+                    f"({SCHEMA_VERSION})", path=str(self.path), hint="upgrade staticpodd")
+            return
+        assert last is not None
+        raise last
 
     def _migrate(self) -> None:
         row = None
@@ -276,13 +348,35 @@ class VersionStore:
         if self._db.in_transaction:
             yield self._db
             return
-        self._db.execute("BEGIN IMMEDIATE")
+        if self.readonly and self._rw_error is not None:
+            raise _store_error(self._rw_error, self.path, "opening it for writing (it is open read-only)")
+        if self.readonly:
+            raise StoreError("the version store is read-only (opened read-only: its filesystem cannot be written)",
+                             path=str(self.path),
+                             hint="remount it read-write to change anything; status, history, show, diff and "
+                             "validate keep working")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path, "starting a transaction") from exc
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
+        except BaseException as exc:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite may have rolled back already (a full disk does)
+            if isinstance(exc, sqlite3.Error):
+                raise _store_error(exc, self.path, "writing") from exc
             raise
-        self._db.execute("COMMIT")
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise _store_error(exc, self.path, "committing") from exc
 
     # -- versions ---------------------------------------------------------------------------
 
@@ -481,6 +575,8 @@ class VersionStore:
 
     def set_identity(self, digest: str, ident: tuple[str, str] | None) -> None:
         """Cache the pod identity of these bytes (None: not a readable Pod)."""
+        if self.readonly:
+            return  # a cache: a read-only store just does without
         ns, name = ident if ident else (None, None)
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO identities(digest, namespace, name) VALUES (?,?,?)", (digest, ns, name))
@@ -494,6 +590,8 @@ class VersionStore:
 
     def set_fact(self, digest: str, kind: str, value: Any) -> None:
         """Memoise a JSON-serialisable fact about these bytes (idempotent)."""
+        if self.readonly:
+            return  # a cache: a read-only store just does without
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO facts(digest, kind, value) VALUES (?,?,?)",
                        (digest, kind, json.dumps(value)))
@@ -509,6 +607,8 @@ class VersionStore:
 
     def set_verdict(self, digest: str, validator: str, ok: bool) -> None:
         """Cache a gate verdict."""
+        if self.readonly:
+            return  # a cache: a read-only store just does without
         with self.transaction() as db:
             db.execute(
                 "INSERT OR REPLACE INTO verdicts(digest, validator, ok) VALUES (?,?,?)", (digest, validator, int(ok))
@@ -537,6 +637,52 @@ class VersionStore:
         """Forget the path ``key`` (nothing is there any more)."""
         with self.transaction() as db:
             db.execute("DELETE FROM observed WHERE key = ?", (key,))
+
+
+def _guard(name: str, fn: Any) -> Any:
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(self: VersionStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise _store_error(exc, self.path, f"{'reading' if name in _READS else 'writing'} ({name})") from exc
+
+    return wrapper
+
+
+_READS = {"head", "get", "history", "data", "components", "knows_digest", "events", "park_of", "parks",
+          "expired_parks", "intents", "identity", "fact", "verdict", "observed"}
+for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
+              and n not in ("transaction", "close")]:
+    setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))
+
+
+def _no_space(path: Path) -> bool:
+    """Whether the filesystem holding ``path`` has no free block left (SQLite reports a full
+    tmpfs while mapping its WAL index as a plain "disk I/O error")."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
+
+
+def _is_readonly_error(exc: BaseException, path: Path) -> bool:
+    """Whether opening read-write failed because the store cannot be written now (a read-only
+    filesystem, no permission, a full disk), not because it is corrupt: then it is opened
+    read-only, so that the read verbs still work."""
+    import errno
+
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
+    low = str(exc).lower()
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "full" in low:
+        return True
+    if "i/o" in low and _no_space(path):
+        return True
+    return not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK)
 
 
 @dataclass(frozen=True)

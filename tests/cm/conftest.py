@@ -166,3 +166,41 @@ def scheduler(corpus: Path, sandbox: Sandbox) -> tuple[Path, Path, Path]:
     assert "\n    image: " in text
     invalid.write_text(text.replace("\n    image: ", "\n\timage: ", 1))
     return good, changed, invalid
+
+
+# ---- the staticpodd.node collection (test_collection*.py) ------------------------------------------
+
+from collection_harness import Fleet, ansible_bin, build_collection, install_collection, make_fleet  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def ansible_venv() -> Path:
+    """bin/ of the venv with ansible-core of its own (STATICPODD_ANSIBLE_BIN, else .venv-ansible/bin)."""
+    return ansible_bin()
+
+
+@pytest.fixture(scope="session")
+def collection(ansible_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(tarball, collections path): packaging/ansible built with ansible-galaxy and installed from the tarball."""
+    base = tmp_path_factory.mktemp("collection")
+    tarball = build_collection(ansible_venv, base / "dist")
+    return tarball, install_collection(ansible_venv, tarball, base / "collections")
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, ansible_venv: Path, collection: tuple[Path, Path], staticpodctl: Path, corpus: Path):
+    """Three sandbox control-plane nodes cp-1..cp-3 in one inventory (group control_plane)."""
+    f: Fleet = make_fleet(tmp_path, ansible_venv, collection[1], ["cp-1", "cp-2", "cp-3"])
+    yield f
+    f.stop_daemons()
+
+
+@pytest.fixture
+def probe_server():
+    """A real HTTP server on 127.0.0.1 answering 200 (the stand-in runtime's pods' probes)."""
+    sys.path.insert(0, str(HERE.parent / "proof"))
+    from proof_fakes import ProbeServer
+
+    srv = ProbeServer([200])
+    yield srv
+    srv.close()

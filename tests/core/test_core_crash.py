@@ -24,7 +24,8 @@ def assert_only_manifests(sb) -> None:
 
 
 @pytest.mark.parametrize("point,finished", [
-    ("swap:staged", False), ("swap:intent", False), ("swap:renamed", True), ("swap:recorded", True),
+    ("swap:staged", False), ("swap:intent", False), ("swap:exchanged", True), ("swap:renamed", True),
+    ("swap:recorded", True),
 ])
 def test_apply_killed_at_each_step_leaves_old_or_new_and_is_finished_or_undone(kubeadm, ctl_proc, tmp_path,
                                                                                 point, finished) -> None:

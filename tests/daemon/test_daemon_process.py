@@ -69,7 +69,8 @@ def test_an_external_edit_is_recorded_as_a_version_by_external(tmp_path, run_dae
     wait_until(lambda: head_digest(root, "kube-scheduler") == sha(new), what="edit recorded")
     v = history(root, "kube-scheduler")[-1]
     assert (v.action, v.actor, v.seq) == ("external", "external", 2)
-    e = wait_journal(root, "EXTERNAL_CHANGE", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    e = wait_journal(root, "EXTERNAL_CHANGE",
+                     lambda e: e.get("COMPONENT") == "kube-scheduler" and e.get("CHANGE") != "adopted")
     assert e["PRIORITY"] == "4" and e["ACTOR"] == "external" and e["VERSION"] == "2"
     assert e["DIGEST"] == sha(new)
     # no manifest contents in any entry the daemon wrote
@@ -486,7 +487,8 @@ def test_the_seed_procedure_mv_out_of_the_directory_is_an_external_removal(tmp_p
     assert e["PRIORITY"] == "4" and e["CHANGE"] == "removed"
     wait_until(lambda: d.heartbeat().get("summary", {}).get("live") == 3)
     os.rename(mdir.parent / "kube-scheduler.yaml", mdir / "kube-scheduler.yaml")  # and back
-    wait_journal(root, "EXTERNAL_CHANGE", lambda e: e.get("COMPONENT") == "kube-scheduler")
+    wait_journal(root, "EXTERNAL_CHANGE",
+                 lambda e: e.get("COMPONENT") == "kube-scheduler" and e.get("CHANGE") != "adopted")
     wait_until(lambda: d.heartbeat().get("summary", {}).get("live") == 4)
 
 

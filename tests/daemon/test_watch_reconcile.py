@@ -14,7 +14,7 @@ import pytest
 from daemon_harness import wait_until
 
 from staticpodd.config import Config
-from staticpodd.journal import ERR, WARNING, Event
+from staticpodd.journal import ERR, NOTICE, WARNING, Event
 from staticpodd.reconcile import (
     finding_event,
     is_directory_finding,
@@ -201,7 +201,8 @@ def test_removals_and_broken_parks_use_their_own_events():
     )
     assert [r.event for r in plan.reports] == [Event.EXTERNAL_REMOVAL, Event.EXTERNAL_REMOVAL, Event.PARK_BROKEN]
     assert plan.reports[2].priority == ERR
-    assert plan_changes([change("adopted", valid=True)], Config.default()).reports == []
+    adopted = plan_changes([change("adopted", valid=True)], Config.default()).reports
+    assert [(r.event, r.priority) for r in adopted] == [(Event.EXTERNAL_CHANGE, NOTICE)]  # issue 12.5
 
 
 def test_directory_findings_are_reported_once_and_strays_quarantined_by_policy():

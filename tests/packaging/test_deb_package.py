@@ -98,6 +98,14 @@ def test_the_deb_is_built_from_tracked_files_only(deb: Path) -> None:
     assert shipped and shipped <= tracked, shipped - tracked
 
 
+@pytest.mark.skipif(shutil.which("lintian") is None, reason="lintian not installed (apt: lintian)")
+def test_lintian_finds_no_error_or_warning(deb: Path) -> None:
+    """The maintainer scripts (prerm calling /usr/lib/staticpodd/before-remove, postrm) and the
+    payload pass Debian's own checker."""
+    r = run("lintian", "--fail-on", "error,warning", str(deb), check=False, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_depends_on_the_distro_python_libraries(deb: Path) -> None:
     depends = run("dpkg-deb", "-f", str(deb), "Depends").stdout
     for dep in ("python3-yaml", "python3-jsonschema", "python3-watchdog", "python3-systemd"):

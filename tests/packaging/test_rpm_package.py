@@ -78,12 +78,27 @@ def test_rpm_builds_and_its_payload_runs(tmp_path: Path) -> None:
     assert "preset staticpodd.service" in scripts
     assert "disable --now staticpodd.service" in scripts
     assert "try-restart staticpodd.service" in scripts
+    # an erase while a component is parked is refused, as the .deb's prerm does (issue 12.4)
+    assert "/usr/libexec/staticpodd/before-remove || exit 1" in scripts
     requires = run("rpm", "-qp", "--requires", rpm).stdout
     for dep in ("pyyaml", "jsonschema", "watchdog", "python3-systemd"):
         assert dep in requires, dep
 
+    assert "/usr/lib/systemd/system-preset/50-staticpodd.preset" in files
+    if shutil.which("rpmlint"):  # issue 12.8: no errors (each filter in rpmlint-filters has its reason)
+        r = run("rpmlint", "-r", str(REPO / "packaging/rpm/rpmlint-filters"), rpm, check=False)
+        assert " 0 errors" in r.stdout, r.stdout
+        assert "description-line-too-long" not in r.stdout and "summary-" not in r.stdout, r.stdout
+
     root = tmp_path / "root"
     run("rpm", f"--root={root}", f"--dbpath={tmp_path / 'rpmdb'}", "-i", "--nodeps", "--noscripts", rpm)
+    # The preset enables the unit even under RHEL's default preset ("disable *"), as %post's
+    # `systemctl preset` does on a real install (systemctl --root: the same code, offline).
+    (root / "usr/lib/systemd/system-preset").mkdir(parents=True, exist_ok=True)
+    (root / "usr/lib/systemd/system-preset/99-default.preset").write_text("disable *\n")
+    (root / "usr/lib/systemd/system/multi-user.target").parent.mkdir(parents=True, exist_ok=True)
+    run("systemctl", f"--root={root}", "preset", "staticpodd.service")
+    assert run("systemctl", f"--root={root}", "is-enabled", "staticpodd.service", check=False).stdout.strip() == "enabled"
     sitelib = next(root.glob("usr/lib/python3*/site-packages"))
     env = {"PYTHONPATH": str(sitelib)}
     version = run("/usr/bin/python3", str(root / "usr/bin/staticpodctl"), "--version", cwd=tmp_path, env=env).stdout

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""How staticpodd's cost grows with the node (issue 14's table), printed as ratios in one run.
+
+Not a test: these machines are noisy, so every figure is a median of repeated runs and every goal
+is a ratio between two figures taken side by side in the same run. The stores are built through
+the product's own API (``VersionStore.record``, the same call every verb and the daemon make),
+never with raw SQL.
+
+What it prints (each row: small case, large case, ratio, goal):
+
+1. ``history`` of one component with 1 vs ``--versions`` (10,000) versions, text and ``--json``.
+   Goal: <= 1.3x.
+2. ``park`` / ``unpark`` of kube-scheduler on a node with 4 vs ``--components`` (1,000) components.
+   Goal: <= 1.3x.
+3. The store on disk vs the per-blob gzip size of the unique manifest bytes it holds.
+   Goal: <= 1.2x.
+4. The daemon on 4 / 200 / 1,000 manifests: READY=1 on a fresh store and on restart, idle CPU over
+   ``--idle-seconds``, RSS. Goals: READY fresh <= 2 s, restart <= 1 s, idle CPU <= 0.2 %, RSS <= 40 MB
+   (at 1,000 manifests).
+5. Start-up of park / status / apply / ``validate FILE`` vs a bare ``python3 -I -c pass``.
+   Goals: read verbs <= 2.5x, park/unpark <= 3x, apply and validate <= 3.5x.
+
+Usage: .venv/bin/python tests/bench/bench_scale.py [--runs 7] [--versions 10000]
+       [--components 1000] [--idle-seconds 20] [--skip-daemon]
+Exit status 0 when every goal is met, 1 otherwise (a report, not a gate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from staticpodd.store import VersionStore, digest_of  # noqa: E402
+
+SCHEDULER = (
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: kube-system\n"
+    "  labels:\n    component: {name}\n    tier: control-plane\n"
+    "spec:\n  hostNetwork: true\n  priorityClassName: system-node-critical\n"
+    "  containers:\n  - name: {name}\n    image: registry.k8s.io/kube-scheduler:v1.34.2\n"
+    "    command:\n    - kube-scheduler\n    - --bind-address=127.0.0.1\n    - --leader-elect=true\n"
+    "    - --v={v}\n    resources:\n      requests:\n        cpu: 100m\n"
+)
+
+
+class Row:
+    """One line of the table: a figure for the small case, one for the large, and a goal ratio."""
+
+    def __init__(self, what: str, small: float, large: float, goal: float, unit: str = "ms") -> None:
+        self.what, self.small, self.large, self.goal, self.unit = what, small, large, goal, unit
+
+    @property
+    def ratio(self) -> float:
+        return self.large / self.small if self.small else float("inf")
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= self.goal
+
+    def line(self) -> str:
+        return (f"  {self.what:<46} {self.small:9.1f} {self.unit:<3} {self.large:9.1f} {self.unit:<3} "
+                f"ratio {self.ratio:6.2f}  goal <= {self.goal:<4g} {'OK' if self.ok else 'MISSED'}")
+
+
+def ctl_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "staticpodd.cli", *args]
+
+
+def env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def timed(cmd: list[str], runs: int, *, between: Callable[[], None] | None = None) -> float:
+    """Median wall time of ``cmd`` in milliseconds over ``runs`` runs (after one warm-up run)."""
+    e = env()
+    samples = []
+    for i in range(runs + 1):
+        if between is not None:
+            between()
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if i:
+            samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def node(tmp: Path, name: str, components: int) -> Path:
+    """A sandbox --root with ``components`` manifests (kube-scheduler among them), recorded once."""
+    root = tmp / name
+    mdir = root / "etc/kubernetes/manifests"
+    mdir.mkdir(parents=True)
+    names = ["kube-scheduler"] + [f"extra-{i:04d}" for i in range(components - 1)]
+    for n in names:
+        (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
+        os.chmod(mdir / f"{n}.yaml", 0o600)
+    subprocess.run(ctl_cmd("status", "--root", str(root)), env=env(), stdout=subprocess.DEVNULL, check=True)
+    return root
+
+
+def store_path(root: Path) -> Path:
+    return root / "var/lib/staticpodd/versions.sqlite3"
+
+
+def add_versions(root: Path, component: str, count: int) -> list[bytes]:
+    """Record ``count`` distinct versions of ``component`` through VersionStore.record."""
+    store = VersionStore(store_path(root))
+    blobs = []
+    try:
+        with store.transaction():
+            for i in range(count):
+                data = SCHEDULER.format(name=component, v=2).encode() + f"# change {i}\n".encode()
+                store.record(component, f"{component}.yaml", data, action="apply", actor="bench",
+                             reason=f"bench {i}", mode=0o600, uid=0, gid=0)
+                blobs.append(data)
+    finally:
+        store.close()
+    # the live file holds the newest bytes, so the node shows no drift
+    (root / f"etc/kubernetes/manifests/{component}.yaml").write_bytes(blobs[-1])
+    return blobs
+
+
+def store_bytes(root: Path) -> int:
+    d = store_path(root).parent
+    return sum(p.stat().st_size for p in d.iterdir() if p.name.startswith("versions.sqlite3"))
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds (/proc/PID/stat)."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def daemon_figures(tmp: Path, count: int, idle_seconds: float) -> dict[str, float]:
+    """READY=1 on a fresh store and on restart, idle CPU % and RSS MB of the daemon on ``count``
+    manifests (a real process with a notify socket, as systemd runs it)."""
+    root = tmp / f"daemon-{count}"
+    mdir = root / "etc/kubernetes/manifests"
+    mdir.mkdir(parents=True)
+    for i in range(count):
+        n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
+        (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
+    out: dict[str, float] = {}
+    for phase in ("fresh", "restart"):
+        name = f"staticpodd-bench-{uuid.uuid4().hex}"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind("\0" + name)
+        sock.settimeout(120)
+        e = {**env(), "NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "60000000"}
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "staticpodd.daemon", "--root", str(root)], env=e,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while b"READY=1" not in sock.recv(65536):
+                pass
+            out[f"ready_{phase}"] = time.monotonic() - t0
+            if phase == "restart":
+                sock.setblocking(False)
+                time.sleep(1.0)
+                c0, w0 = cpu_seconds(proc.pid), time.monotonic()
+                time.sleep(idle_seconds)
+                out["idle_cpu_pct"] = (cpu_seconds(proc.pid) - c0) / (time.monotonic() - w0) * 100
+                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        out["rss_mb"] = int(line.split()[1]) / 1024
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            sock.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--versions", type=int, default=10_000)
+    ap.add_argument("--components", type=int, default=1_000)
+    ap.add_argument("--idle-seconds", type=float, default=20.0)
+    ap.add_argument("--skip-daemon", action="store_true", help="leave out the daemon rows (the slow part)")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="staticpodd-bench-scale."))
+    rows: list[Row] = []
+    try:
+        # 1. history: 1 vs N versions of one component
+        one, many = node(tmp, "one", 4), node(tmp, "many", 4)
+        blobs = add_versions(many, "kube-scheduler", args.versions)
+        for fmt in ((), ("--json",)):
+            a = timed(ctl_cmd("history", "kube-scheduler", *fmt, "--root", str(one)), args.runs)
+            b = timed(ctl_cmd("history", "kube-scheduler", *fmt, "--root", str(many)), args.runs)
+            rows.append(Row(f"history {' '.join(fmt) or '(text)'}: 1 vs {args.versions} versions", a, b, 1.3))
+
+        # 2. park/unpark: 4 vs N components
+        big = node(tmp, "big", args.components)
+        for verb in ("park", "unpark"):
+            figs = []
+            for root in (one, big):
+                r = str(root)
+                other = "unpark" if verb == "park" else "park"
+
+                def prepare(r: str = r, other: str = other) -> None:
+                    subprocess.run(ctl_cmd(other, "kube-scheduler", "--root", r), env=env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+                figs.append(timed(ctl_cmd(verb, "kube-scheduler", "--root", r), args.runs, between=prepare))
+            rows.append(Row(f"{verb}: 4 vs {args.components} components", figs[0], figs[1], 1.3))
+
+        # 3. store size vs per-blob gzip of the unique bytes
+        unique = {digest_of(b): b for b in blobs}
+        gz = sum(len(gzip.compress(b)) for b in unique.values())
+        rows.append(Row(f"store on disk vs gzip of {len(unique)} unique blobs", gz / 1024, store_bytes(many) / 1024,
+                        1.2, unit="KB"))
+
+        # 5. start-up vs a bare interpreter
+        bare = timed([sys.executable, "-I", "-c", "pass"], args.runs)
+        manifest = tmp / "kube-scheduler.yaml"
+        manifest.write_text(SCHEDULER.format(name="kube-scheduler", v=3))
+        v = 3
+
+        def new_bytes() -> None:
+            nonlocal v
+            v += 1
+            manifest.write_text(SCHEDULER.format(name="kube-scheduler", v=v))
+
+        r1 = str(one)
+        for label, cmd, goal, between in (
+            ("status", ctl_cmd("status", "--root", r1), 2.5, None),
+            ("history", ctl_cmd("history", "kube-scheduler", "--root", r1), 2.5, None),
+            ("park", ctl_cmd("park", "kube-scheduler", "--root", r1), 3.0,
+             lambda: subprocess.run(ctl_cmd("unpark", "kube-scheduler", "--root", r1), env=env(),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)),
+            ("apply", ctl_cmd("apply", str(manifest), "--root", r1), 3.5, new_bytes),
+            ("validate FILE", ctl_cmd("validate", str(manifest), "--root", r1), 3.5, None),
+        ):
+            rows.append(Row(f"start-up {label} vs python3 -I -c pass", bare, timed(cmd, args.runs, between=between),
+                            goal))
+
+        print(f"staticpodd scale benchmark ({os.cpu_count()} CPUs, median of {args.runs} runs)")
+        print(f"  {'what':<46} {'small':>13} {'large':>13}")
+        for row in rows:
+            print(row.line())
+        ok = all(r.ok for r in rows)
+
+        # 4. the daemon
+        if not args.skip_daemon:
+            print("  daemon (READY fresh / restart, idle CPU, RSS):")
+            for count in (4, 200, args.components):
+                d = daemon_figures(tmp, count, args.idle_seconds)
+                good = (d["ready_fresh"] <= 2.0 and d["ready_restart"] <= 1.0 and d["idle_cpu_pct"] <= 0.2
+                        and d["rss_mb"] <= 40.0)
+                if count == args.components:
+                    ok &= good
+                print(f"    {count:5d} manifests: READY fresh {d['ready_fresh']:6.2f} s (goal <= 2)  "
+                      f"restart {d['ready_restart']:6.2f} s (goal <= 1)  idle CPU {d['idle_cpu_pct']:6.3f} % "
+                      f"(goal <= 0.2)  RSS {d['rss_mb']:5.1f} MB (goal <= 40)  {'OK' if good else 'MISSED'}")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
