@@ -70,7 +70,8 @@ def _kubelet_verdicts(node: Node, files: dict[str, bytes], offset: int) -> dict[
     mdir = node.manifests
     pods_by_file = {n: _pod_of(d) for n, d in files.items()}
     out: dict[str, str] = {}
-    end = time.monotonic() + 12
+    pending: dict[str, float] = {}  # file -> when its pod was first seen in /pods, not Failed
+    end = time.monotonic() + 15
     while time.monotonic() < end:
         log = node.lab.log_since(offset).splitlines()
         kpods = {(p["metadata"].get("namespace"), p["metadata"]["name"]): p for p in node.lab.kubelet_pods()}
@@ -90,9 +91,13 @@ def _kubelet_verdicts(node: Node, files: dict[str, bytes], offset: int) -> dict[
             if key and (key[0], node.lab.pod_name(key[1])) in kpods:
                 p = kpods[(key[0], node.lab.pod_name(key[1]))]
                 st = p.get("status") or {}
+                sandboxed = any(sb["metadata"]["name"] == node.lab.pod_name(key[1]) and sb["state"] == "SANDBOX_READY"
+                                for sb in node.lab.pods())  # a dead one of an earlier entry does not count
                 if st.get("phase") == "Failed":
                     out[name] = f"failed: {st.get('reason')}: {(st.get('message') or '')[:120]}"
-                elif st.get("phase"):
+                elif st.get("phase") == "Running" or sandboxed or (
+                    st.get("phase") and time.monotonic() - pending.setdefault(name, time.monotonic()) >= 3
+                ):  # Pending alone for 3 s: admitted (no CNI here: a pod-network pod stays Pending)
                     # which file the pod came from: the lexically last file defining it
                     same = sorted(n for n, k in pods_by_file.items() if k == key and not n.startswith("."))
                     out[name] = "created" if same[-1] == name else f"shadowed by {same[-1]}"
