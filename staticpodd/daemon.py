@@ -665,12 +665,12 @@ class Daemon:
             if self.exit_status is not None:
                 return
             full = now >= next_rescan or rewatched or self._retry_full
-            names: set[str] = set()
+            names = self._refused_on_close()  # looked at now, not after the debounce (issue 10)
             if not full:
                 due = self.hints.take_due(now)
                 if DIRECTORY in due:
                     full = True
-                names = {h.name for h in due if h.name}
+                names |= {h.name for h in due if h.name}
                 if self._retry_names and (self._retry_at is None or now >= self._retry_at):
                     names |= self._retry_names
                     self._retry_names = set()
@@ -708,6 +708,110 @@ class Daemon:
             except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for safety
                 pass
             self.hints.drain()
+
+    def _refused_on_close(self) -> set[str]:
+        """Live files a writer just closed whose bytes the kubelet refuses, under
+        ``on_invalid: restore``: their pending hints are dropped so that this pass of the loop
+        looks at them (and restores them) at once instead of after the debounce.
+
+        The kubelet keeps the old pod only until its next relist (KUBELET.md "What a broken file
+        does to a running pod"): with the 0.3 s debounce a 20 s relist fell inside the window 1
+        time in 10 (issue 10); acting on the close shrinks the window to the restore itself.
+        The cheap check (:func:`staticpodd.refused.kubelet_refuses`) decides only when to look;
+        whether to restore stays the gate's verdict in the reconcile.
+        """
+        assert self.hints is not None
+        closed = self.hints.take_closed()
+        if not closed or getattr(self.config, "on_invalid", "alert") != "restore":
+            return set()
+        from .refused import kubelet_refuses
+        from .watch import Hint
+
+        out: set[str] = set()
+        for name in closed:
+            if name.startswith(".") or stray_by_name(name) or self.hints.writes.since(name) is not None:
+                continue
+            try:
+                data = (self.layout.manifest_dir / name).read_bytes()
+            except OSError:
+                continue
+            if kubelet_refuses(data):
+                self.hints.discard(Hint("file", name))
+                out.add(name)
+        if out:
+            self._restore_now(out)
+        return out
+
+    def _restore_now(self, names: set[str]) -> None:
+        """Scan ``names`` and carry out what :func:`plan_changes` decides for them (the restore),
+        before the directory-wide findings: those cost a validation of every live file and are
+        refreshed by the reconcile of the same names that follows in this pass of the loop.
+        Any failure is left to that reconcile (it retries and reports)."""
+        try:
+            with self.engine.locked():
+                self._scan_stats = self._live_stats()
+                changes = self.engine.scan(sorted(names), validate=True, log=False)
+                plan = plan_changes(changes, self.config, sizes=self._sizes())
+                self._track_changes(changes)
+                self._execute(plan)
+        except StaticpodError as exc:
+            self._say(f"restore on close of {', '.join(sorted(names))} deferred: {exc}")
+
+    def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
+        """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""
+        from .proof.shadow import pod_key
+        from .refused import kubelet_refuses
+
+        try:
+            data = (self.layout.manifest_dir / file_name).read_bytes()
+        except OSError:
+            return None
+        if kubelet_refuses(data):
+            return None
+        import yaml
+
+        try:
+            doc = next(iter(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), None)
+        except yaml.YAMLError:
+            return None
+        return pod_key(doc)
+
+    def _readd_after_quarantine(self, stray: str, pod: tuple[str, str]) -> None:
+        """After quarantining ``stray`` that defined ``pod`` (namespace, name): touch the live
+        file that defines it now, so the kubelet re-adds that pod at once (inotify IN_ATTRIB ->
+        re-read) instead of at its next relist, and say truthfully what the stray already did.
+
+        Seen on a real kubelet 1.34 (issue 10): it reads a new ``x.yaml.bak`` 2-3 ms after the
+        ``cp`` and, the ``.bak`` sorting last, kills the running pod to start it under the
+        ``.bak``'s UID (the UID hashes the file path); no quarantine can be that fast. Moving the
+        stray out is a delete to the kubelet, which removes that pod too; the file it should run
+        is re-read only at the next relist (up to fileCheckFrequency, 20 s by default) unless an
+        event on it arrives. The touch is that event (KUBELET.md "When the kubelet looks";
+        consequence 6 forbids touching an unchanged file, except here, where re-reading it is
+        exactly what is needed). The live file's bytes, mode and owner are unchanged.
+        """
+        from .proof.shadow import files_defining
+
+        ns, name = pod
+        definers = files_defining(self.layout.manifest_dir, ns, name)
+        if not definers:
+            return
+        winner = definers[-1].file_name  # the kubelet runs the lexically last file
+        try:
+            os.utime(self.layout.manifest_dir / winner)
+        except OSError as exc:
+            self._say(f"cannot touch {winner} after quarantining {stray}: {exc}")
+            return
+        self.log(
+            Event.STRAY_QUARANTINED,
+            f"{stray} defined {ns}/{name} like {winner}: the kubelet read it within milliseconds and restarted "
+            f"the pod under {stray}'s UID before the quarantine could act; touched {winner} so that the kubelet "
+            "re-adds its pod now instead of at its next relist",
+            priority=WARNING,
+            file_name=stray,
+            readded=winner,
+            pod=f"{ns}/{name}",
+        )
 
     def _publish_status(self) -> None:
         status = self._status_line()
@@ -1433,7 +1537,10 @@ class Daemon:
                         reason=a.reason,
                     )
                 elif a.verb == "quarantine":
+                    pod = self._pod_defined_by(a.target)
                     self.engine.quarantine(a.target, reason=a.reason)
+                    if pod is not None:
+                        self._readd_after_quarantine(a.target, pod)
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:

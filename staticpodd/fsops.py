@@ -211,14 +211,18 @@ def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> Fi
     meanwhile (``RENAME_NOREPLACE``). Right before the rename the target is read again and
     compared; a difference raises :class:`ChangedUnderfoot` and nothing moves.
 
-    The swap itself is ``renameat2(RENAME_EXCHANGE)`` where the filesystem has it (ext4, xfs,
-    btrfs, tmpfs): the replaced inode then stays reachable at the staging path, so a write that
-    landed in the microseconds between the check and the swap (or through a descriptor opened
-    before it) is not lost: its state is returned for the caller to record, and the old inode is
-    then unlinked. The kubelet sees one rename event either way (KUBELET.md "When the kubelet
-    looks"). Without exchange it falls back to ``rename(2)`` and returns None. fsyncs both
-    directories. Raises ChangedUnderfoot, LiveFileExists (a file appeared where there was none),
-    FsError.
+    The replaced inode is first hard-linked into the staging directory, then ``staged`` is
+    renamed over ``target`` with plain ``rename(2)``: a write that landed in the microseconds
+    between the check and the swap (or through a descriptor opened before it) is not lost, since
+    the old inode stays reachable through that link: its state is returned for the caller to
+    record, and the link is then removed. Not ``renameat2(RENAME_EXCHANGE)``: an exchange moves the
+    live name out (IN_MOVED_FROM), which a real kubelet 1.34 takes as the file's deletion and
+    kills the running pod before re-adding it, so every restore of the same bytes restarted it
+    (tests/e2e/test_e2e_restore.py: 0-1 of 10 runs kept their container); ``rename(2)`` gives it
+    one IN_MOVED_TO (KUBELET.md "When the kubelet looks"). The link adds only IN_ATTRIB on the
+    live file, a re-read of bytes that do not change the pod. Where no hard link can be made the
+    rename happens alone and None is returned. fsyncs both directories. Raises
+    ChangedUnderfoot, LiveFileExists (a file appeared where there was none), FsError.
     """
     try:
         now = read_state(target)
@@ -235,35 +239,25 @@ def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> Fi
             raise ChangedUnderfoot(target, read_state(target)) from None
         return None
     pausepoint("swap:checked")
-    r2 = _load_renameat2()
-    late: FileState | None = None
-    exchanged = False
-    if r2:
-        fn, ctypes = r2
-        rc = fn(_AT_FDCWD, os.fsencode(staged), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE)
-        if rc == 0:
-            exchanged = True
-        else:
-            err = ctypes.get_errno()
-            if err == errno.ENOENT and not target.exists():
-                raise ChangedUnderfoot(target, None)
-            if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
-                raise FsError(f"rename into place failed: {os.strerror(err)}", path=str(target))
-    if exchanged:
-        crashpoint("swap:exchanged")
-        try:
-            old = read_state(staged)
-        except FsError:
-            old = None
-        if old is not None and _digest(old.data) != expect_digest:
-            late = old
-        _unlink_quietly(staged)
-        fsync_dir(target.parent)
-        if staged.parent != target.parent:
-            fsync_dir(staged.parent)
-        return late
+    held = staged.with_name(staged.name + ".replaced")
+    try:
+        os.link(target, held, follow_symlinks=False)
+    except FileNotFoundError:
+        raise ChangedUnderfoot(target, None) from None
+    except OSError:
+        held = None  # type: ignore[assignment]  # no hard links here: rename alone
     replace(staged, target)
-    return None
+    if held is None:
+        return None
+    crashpoint("swap:exchanged")
+    try:
+        old = read_state(held)
+    except FsError:
+        old = None
+    late = old if old is not None and _digest(old.data) != expect_digest else None
+    _unlink_quietly(held)
+    fsync_dir(held.parent)
+    return late
 
 
 def _load_renameat2():  # type: ignore[no-untyped-def]

@@ -193,6 +193,8 @@ class Hints:
         self.events = 0  # interesting events seen (for status / tests)
         #: live names being written, as inotify tells it (filled by :class:`Watcher`)
         self.writes = OpenWrites()
+        #: live names a writer closed (IN_CLOSE_WRITE) since the last :meth:`take_closed`
+        self._closed: set[str] = set()
 
     def set_debounce(self, debounce: float, max_delay: float | None = None) -> None:
         """Change the quiet time (seconds); ``max_delay`` defaults to max(1 s, 5 x debounce)."""
@@ -217,6 +219,19 @@ class Hints:
             self._pending[hint] = (prev[0] if prev else now, now)
         if prev is None:
             self.wake()
+
+    def note_closed(self, name: str) -> None:
+        """A writer closed live file ``name`` (any thread); wakes the main loop, which may look
+        at it before its debounce (:mod:`staticpodd.refused`, issue 10)."""
+        with self._lock:
+            self._closed.add(name)
+        self.wake()
+
+    def take_closed(self) -> set[str]:
+        """Remove and return the names closed since the last call."""
+        with self._lock:
+            out, self._closed = self._closed, set()
+        return out
 
     def wake(self) -> None:
         """Make ``fileno()`` readable (any thread)."""
@@ -447,6 +462,8 @@ class Watcher:
             if hint.kind == "file" and not event.is_directory:
                 self.hints.writes.note(etype, hint.name, path)
             self.hints.add(hint)
+            if etype == "closed" and hint.kind == "file" and not event.is_directory:
+                self.hints.note_closed(hint.name)
 
     # -- main-thread side -----------------------------------------------------------------------
     def _emitter_alive(self, path: Path) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WaitTimeout
+from .kubeletconfig import DEFAULT_FILE_CHECK_FREQUENCY
 from .probes import ProbeResult, ProbeTracker, probe_specs, run_probe
 from .runtime import (
     CONFIG_SOURCE,
@@ -32,10 +33,18 @@ from .runtime import (
 )
 from .shadow import duplicate_files, find_shadowing_file
 
-#: The kubelet's full relist period (fileCheckFrequency, KUBELET.md "When the kubelet looks"),
-#: plus a margin: a file shadowed by another is given this long to show a new config.hash.
-RELIST_GRACE = 25.0
+#: After one full relist period (the kubelet's fileCheckFrequency, from its config file: see
+#: :mod:`.kubeletconfig`), the kubelet has re-read every file; this margin (seconds) covers the
+#: kill reaching the runtime (about 1 s, KUBELET-LAB.md). A file shadowed by another is given
+#: relist + margin to show a new config.hash.
+RELIST_MARGIN = 3.0
+#: A pod of the same full name starts again only 10 s plus jitter after the old one terminated
+#: (``allowStaticPodStart`` in pod_workers.go, KUBELET-LAB.md "A changed manifest"): a pod that
+#: vanished is called dropped only when no new sandbox came within this many seconds.
+RESTART_BACKOFF = 20.0
 DEFAULT_POLL_INTERVAL = 0.5
+#: How often wait_stopped looks (seconds, at most): a look is two crictl calls of ~30 ms each.
+STOP_POLL_INTERVAL = 0.2
 #: A container counts as running only once it has been up this long (seconds, by its createdAt)
 #: and still runs: one look at a crash-looping container must not pass for success.
 DEFAULT_SETTLE = 2.0
@@ -43,7 +52,7 @@ DEFAULT_SETTLE = 2.0
 
 @dataclass(frozen=True)
 class Progress:
-    """One progress report. ``phase``: stopping | sandbox | containers | health | done.
+    """One progress report. ``phase``: stopping | sandbox | containers | health | relist | done.
 
     ``message``: what is being waited for, in words. ``elapsed``/``timeout``: seconds.
     """
@@ -111,8 +120,8 @@ class Outcome:
     """The result of a wait.
 
     ``ok``: the node did what was asked. ``state``: stopped | running (ok) | still-running |
-    name-mismatch | never-started | crash-looping | unchanged | shadowed | unhealthy |
-    runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
+    name-mismatch | never-started | crash-looping | unchanged | shadowed | unhealthy | dropped |
+    not-relisted | runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
     ``--json``. ``shadowing_file``: the other file that defines the same namespace/name and wins.
     """
 
@@ -127,10 +136,10 @@ class Outcome:
     @property
     def rollback_advised(self) -> bool:
         """Whether the node showed that the new version does not work (never-started,
-        crash-looping, unhealthy, unchanged, shadowed). False when ok, and when nothing could be
-        observed about the pod (runtime-unavailable, name-mismatch): rolling back blind would be a
+        crash-looping, unhealthy, unchanged, shadowed, dropped). False when ok, and when nothing could be
+        observed about the pod (runtime-unavailable, name-mismatch, not-relisted): rolling back blind would be a
         second change nobody can confirm either."""
-        return not self.ok and self.state not in ("runtime-unavailable", "name-mismatch")
+        return not self.ok and self.state not in ("runtime-unavailable", "name-mismatch", "not-relisted")
 
     def to_dict(self) -> dict[str, Any]:
         """The ``wait`` member of a ``--json`` reply."""
@@ -207,6 +216,11 @@ class Prover:
     ``kubeconfig``: optional; when set, the mirror pod's config.hash is looked up once at the end
     of a wait and reported in ``details["mirror_pod"]`` (never decides the outcome). ``settle``:
     seconds a container must have been up (by its createdAt) before it counts (default 2).
+    ``file_check_frequency``: the kubelet's relist period in seconds (default 20, the kubelet's):
+    a pod that still runs the sandbox from before the swap is confirmed only after one relist
+    has passed, because an inotify re-read that fails to parse keeps the old pod until then
+    (KUBELET.md "What a broken file does to a running pod"). ``restart_backoff``: seconds a pod
+    that vanished after the swap is given to come back before the wait calls it ``dropped``.
     ``clock``/``sleep``/``wall`` exist for tests; timeouts always use the monotonic ``clock``.
     """
 
@@ -219,6 +233,8 @@ class Prover:
         probe_host: str | None = None,
         kubeconfig: Path | None = None,
         settle: float = DEFAULT_SETTLE,
+        file_check_frequency: float = DEFAULT_FILE_CHECK_FREQUENCY,
+        restart_backoff: float = RESTART_BACKOFF,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall: Callable[[], float] = time.time,
@@ -231,6 +247,8 @@ class Prover:
         self.probe_host = probe_host
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.settle = max(0.0, settle)
+        self.file_check_frequency = max(0.0, float(file_check_frequency))
+        self.restart_backoff = max(0.0, float(restart_backoff))
         self.clock = clock
         self.sleep = sleep
         self.wall = wall
@@ -242,7 +260,8 @@ class Prover:
         """Build from argparse values (see ``add_wait_arguments``) and config values.
 
         Precedence: command line, then ``config`` keys ``crictl``, ``runtime_endpoint``,
-        ``node_name``, ``probe_host``, ``kubeconfig``, ``poll_interval``, ``settle``, then defaults.
+        ``node_name``, ``probe_host``, ``kubeconfig``, ``poll_interval``, ``settle``,
+        ``file_check_frequency`` (seconds), then defaults.
         """
         cfg = dict(config or {})
 
@@ -257,6 +276,7 @@ class Prover:
             kubeconfig=pick("kubeconfig"),
             poll_interval=float(cfg.get("poll_interval") or DEFAULT_POLL_INTERVAL),
             settle=float(cfg["settle"]) if cfg.get("settle") is not None else DEFAULT_SETTLE,
+            file_check_frequency=float(cfg.get("file_check_frequency") or DEFAULT_FILE_CHECK_FREQUENCY),
         )
 
     # --- naming -------------------------------------------------------------------------------
@@ -370,7 +390,9 @@ class Prover:
             report(Progress("stopping", msg, elapsed, timeout))
             if self.clock() >= deadline:
                 break
-            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+            # the kubelet stops a removed pod within about a second: look more often than the
+            # default interval, so park --wait ends close to the moment it stopped (issue 10)
+            self.sleep(min(self.poll_interval, STOP_POLL_INTERVAL, max(0.0, deadline - self.clock())))
         elapsed = self.clock() - start
         if last is None:
             out = Outcome(
@@ -427,8 +449,16 @@ class Prover:
         running before is required. ``manifest_file``: our file's name in ``manifest_dir`` (optional;
         without it, ours is recognised by content). ``timeout``: seconds (monotonic).
 
+        A sandbox from before the swap that still runs proves nothing until the kubelet has
+        relisted (``file_check_frequency`` + a margin after the wait began): a file the kubelet
+        refuses keeps the old pod until then, and the relist kills it. A new sandbox, or a new
+        config.hash, shows the kubelet parsed the file and counts at once.
+
         Returns Outcome ``running`` (ok), ``never-started``, ``crash-looping``, ``unchanged``,
-        ``shadowed`` (with ``shadowing_file``), ``unhealthy`` or ``runtime-unavailable``.
+        ``shadowed`` (with ``shadowing_file``), ``unhealthy``, ``dropped`` (the pod that ran
+        before the swap was removed at a relist and nothing replaced it: the kubelet refused the
+        file), ``not-relisted`` (the old sandbox still ran but the timeout ended before a relist)
+        or ``runtime-unavailable``.
         """
         report = progress or _silent
         start = self.clock()
@@ -451,6 +481,9 @@ class Prover:
         last_error: str | None = None
         chosen: Sandbox | None = None
         phase = "sandbox"
+        relisted_at = start + self.file_check_frequency + RELIST_MARGIN
+        old_ran_after_swap = False  # a sandbox from before the swap was seen running after it
+        gone_since: float | None = None  # when nothing of the pod was ready any more
 
         def finish(out: Outcome) -> Outcome:
             out.elapsed = self.clock() - start
@@ -477,6 +510,17 @@ class Prover:
                 old_hashes |= {s.config_hash for s in pre if s.config_hash}
             if obs is not None:
                 chosen = self._pick_sandbox(obs, old_ids, old_hashes, manifest_changed, swap_ns)
+                if any(s.id in old_ids for s in obs.ready_sandboxes):
+                    old_ran_after_swap, gone_since = True, None
+                elif not obs.ready_sandboxes and gone_since is None:
+                    gone_since = now
+                if (
+                    chosen is None
+                    and old_ran_after_swap
+                    and gone_since is not None
+                    and now - gone_since >= self.restart_backoff
+                ):
+                    return finish(self._dropped(namespace, pod_name, now - gone_since))
                 if chosen is None:
                     phase = "sandbox"
                     if manifest_changed and old_hashes and obs.ready_hashes & old_hashes:
@@ -484,7 +528,7 @@ class Prover:
                             f"waiting for the kubelet to replace {namespace}/{pod_name} "
                             f"(config.hash {sorted(obs.ready_hashes & old_hashes)[0][:12]} still runs)"
                         )
-                        if not shadow_checked and elapsed >= min(RELIST_GRACE, timeout):
+                        if not shadow_checked and elapsed >= min(self.file_check_frequency + RELIST_MARGIN, timeout):
                             shadow_checked = True
                             shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
                             if shadow:
@@ -520,18 +564,32 @@ class Prover:
                             shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
                             if shadow:
                                 return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
-                            return finish(self._running(namespace, pod_name, chosen, is_new, trackers, host))
+                            if is_new or self.clock() >= relisted_at:
+                                return finish(self._running(namespace, pod_name, chosen, is_new, trackers, host))
+                            verdict = "relist"
                         if verdict == "unhealthy":
                             return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=True))
                         waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
-                        if waiting:
+                        if verdict == "relist":
+                            phase = "relist"
+                            msg = (
+                                f"{namespace}/{pod_name} still runs the sandbox from before the swap; waiting for "
+                                f"the kubelet's next relist (fileCheckFrequency {self.file_check_frequency:g} s) to "
+                                "show it accepted the file"
+                            )
+                        elif waiting:
                             msg = "waiting for " + "; ".join(waiting[:2])
                         else:
                             msg = f"waiting for {', '.join(sorted(set(young)))} to stay up {self.settle:g} s"
             report(Progress(phase, msg, self.clock() - start, timeout))
             if self.clock() >= deadline:
                 break
-            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+            pause = min(self.poll_interval, max(0.0, deadline - self.clock()))
+            if phase == "health":  # wake for the next probe that falls due, not a poll later
+                dues = [t.next_due for ts in trackers.values() for t in ts if not t.succeeded]
+                if dues:
+                    pause = min(pause, max(0.02, min(dues) - self.clock()))
+            self.sleep(pause)
 
         # --- deadline passed: say exactly what was seen ----------------------------------------
         if last is None:
@@ -541,6 +599,19 @@ class Prover:
                     "runtime-unavailable",
                     f"could not ask the container runtime about {namespace}/{pod_name}: {last_error}",
                     hint="check crictl and the CRI endpoint (--runtime-endpoint)",
+                )
+            )
+        if phase == "relist" and chosen is not None:
+            return finish(
+                Outcome(
+                    False,
+                    "not-relisted",
+                    f"{namespace}/{pod_name} still runs the sandbox from before the swap, but the kubelet had "
+                    f"not relisted (fileCheckFrequency {self.file_check_frequency:g} s) within {timeout:.0f} s: "
+                    "a file it refuses would keep that pod until then, so this proves nothing yet",
+                    details={"config_hash": chosen.config_hash, "sandbox_id": chosen.id},
+                    hint="wait longer than the kubelet's relist "
+                    f"(--wait={self.file_check_frequency + RELIST_MARGIN + 5:.0f}s)",
                 )
             )
         exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= swap_ns]
@@ -660,20 +731,24 @@ class Prover:
         for cname, ts in trackers.items():
             by_kind = {t.spec.kind: t for t in ts}
             startup = by_kind.get("startupProbe")
-            phase_probes = (
-                [startup] if startup and not startup.succeeded else [t for t in ts if t.spec.kind != "startupProbe"]
-            )
-            for t in phase_probes:
-                now = self.clock()
-                if t is None or now < t.next_due or now >= deadline:
-                    continue
-                spec = t.spec
-                if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
-                    spec = replace(spec, timeout=max(0.1, deadline - now))
-                result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
-                t.record(result, self.clock())
-                if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
-                    return "unhealthy"
+            # the startup probe first; the moment it succeeds the others run in the same look (the
+            # kubelet starts them then too), not one poll interval later
+            for _ in range(2):
+                in_startup = bool(startup and not startup.succeeded)
+                phase_probes = [startup] if in_startup else [t for t in ts if t.spec.kind != "startupProbe"]
+                for t in phase_probes:
+                    now = self.clock()
+                    if t is None or now < t.next_due or now >= deadline:
+                        continue
+                    spec = t.spec
+                    if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
+                        spec = replace(spec, timeout=max(0.1, deadline - now))
+                    result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
+                    t.record(result, self.clock())
+                    if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
+                        return "unhealthy"
+                if not (in_startup and startup is not None and startup.succeeded):
+                    break
             if startup and not startup.succeeded:
                 all_healthy = False
                 continue
@@ -701,7 +776,12 @@ class Prover:
         skipped = [t.spec.describe(host) for ts in trackers.values() for t in ts if t.last and t.last.skipped]
         passed = sum(1 for ts in trackers.values() for t in ts if t.passed_once)
         what = f"{passed} probe(s) passed" if probes else "no probes in the manifest"
-        note = "" if is_new else " (the same sandbox as before the swap: it never stopped)"
+        note = (
+            ""
+            if is_new
+            else f" (the same sandbox as before the swap: it never stopped, and survived the kubelet's relist "
+            f"of {self.file_check_frequency:g} s)"
+        )
         return Outcome(
             True,
             "running",
@@ -749,6 +829,19 @@ class Prover:
                 "probes": [t.to_dict(host) for ts in trackers.values() for t in ts],
             },
             hint="see `crictl logs` of the container; probes ran from the node with the manifest's settings",
+        )
+
+    def _dropped(self, namespace: str, pod_name: str, gone_for: float) -> Outcome:
+        return Outcome(
+            False,
+            "dropped",
+            f"{namespace}/{pod_name} ran after the swap, then the kubelet removed it and started nothing in "
+            f"its place for {gone_for:.0f} s: it refused the new file at its relist (fileCheckFrequency "
+            f"{self.file_check_frequency:g} s)",
+            hint=(
+                "see `journalctl -u kubelet` for 'Could not process manifest file'; `staticpodctl validate` "
+                "the file (KUBELET.md 'What a broken file does to a running pod')"
+            ),
         )
 
     def _name_mismatch(self, namespace: str, pod_name: str, obs: PodObservation) -> Outcome:

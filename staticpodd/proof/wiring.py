@@ -51,7 +51,8 @@ def config_values(eng: Any) -> dict[str, Any]:
     """The proof settings from the engine's Config (``node_name``, ``wait.*``) as a flat mapping:
     ``crictl``, ``runtime_endpoint``, ``node_name``, ``wait_timeout``, ``rollback_on_failure``,
     and, when the config grows them, ``wait.kubeconfig`` (taken under ``--root``), ``wait.probe_host``,
-    ``wait.settle``."""
+    ``wait.settle``; and ``file_check_frequency``, the kubelet's relist period in seconds from
+    ``<root>/var/lib/kubelet/config.yaml`` (20 when it sets none)."""
     cfg = getattr(eng, "config", None)
     if cfg is None:
         return {}
@@ -67,6 +68,11 @@ def config_values(eng: Any) -> dict[str, Any]:
         "settle": getattr(wait, "settle", None),
     }
     layout = getattr(eng, "layout", None)
+    if layout is not None and getattr(layout, "root", None) is not None:
+        from ..layout import KUBELET_CONFIG, under_root
+        from .kubeletconfig import file_check_frequency
+
+        out["file_check_frequency"] = file_check_frequency(under_root(layout.root, KUBELET_CONFIG))
     if out["kubeconfig"] and layout is not None:  # a node path from the config: under --root
         from ..layout import under_root
 
@@ -258,7 +264,7 @@ def run_wait(args: Any, out: Any, eng: Any, verb: str, res: Any, *, before: Befo
         out.warn(f"  hint: {outcome.hint}")
     if verb in ROLLBACK_VERBS and opts.rollback_on_failure:
         if outcome.rollback_advised:
-            _auto_rollback(out, eng, verb, res, outcome)
+            _auto_rollback(out, eng, verb, res, outcome, prover=prover, timeout=opts.timeout)
         else:
             out.warn(f"staticpodctl: not rolling back {comp}: nothing shows the new version failed ({outcome.state})")
             out.body["rollback"] = {"ok": False, "skipped": True, "why": outcome.state}
@@ -266,9 +272,22 @@ def run_wait(args: Any, out: Any, eng: Any, verb: str, res: Any, *, before: Befo
     return EXIT_TIMEOUT
 
 
-def _auto_rollback(out: Any, eng: Any, verb: str, res: Any, outcome: Outcome) -> None:
+def _auto_rollback(
+    out: Any, eng: Any, verb: str, res: Any, outcome: Outcome, *, prover: Prover | None = None, timeout: float = 300
+) -> None:
+    """Put the previous version back (or park a component that had none) and, with a prover,
+    confirm the rolled-back pod runs as well (``rollback.wait`` in ``--json``): a rollback the
+    kubelet did not act on is no rollback (issue 10)."""
     comp = res.component
     reason = f"automatic rollback after {verb}: {outcome.state}: {outcome.message}"[:500]
+    failed_doc = _read_doc(eng, "live", res.file_name)
+    snap: PodObservation | None = None
+    rb_time = time.time()
+    if prover is not None and failed_doc is not None and res.previous_digest is not None:
+        try:
+            snap = prover.snapshot(*prover.target(failed_doc))
+        except RuntimeUnavailable:
+            snap = None
     try:
         if res.previous_digest is None:
             rb = eng.park(comp, reason=reason)
@@ -297,3 +316,38 @@ def _auto_rollback(out: Any, eng: Any, verb: str, res: Any, outcome: Outcome) ->
         reason=reason,
         wait_state=outcome.state,
     )
+    if prover is None or res.previous_digest is None:
+        return
+    from .prover import pod_spec_changed
+
+    doc = _read_doc(eng, "live", res.file_name)
+    if doc is None:
+        return
+    pod, ns = prover.target(doc)
+    progress = None if getattr(out, "json", False) else TerminalProgress(sys.stderr)
+    try:
+        again = prover.wait_started(
+            pod,
+            ns,
+            before=snap if snap is not None and (snap.pod_name, snap.namespace) == (pod, ns) else None,
+            swap_time=rb_time,
+            manifest_doc=doc,
+            manifest_changed=failed_doc is None or pod_spec_changed(failed_doc, doc),
+            manifest_dir=eng.layout.manifest_dir,
+            manifest_file=res.file_name,
+            timeout=timeout,
+            progress=progress,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    out.body["rollback"]["wait"] = again.to_dict()
+    fields = {"component": comp, "file_name": res.file_name, **again.journal_fields()}
+    if again.ok:
+        out.warn(f"  rollback confirmed: {again.message}")
+        eng.journal.log(Event.WAIT_CONFIRMED, f"{comp}: rollback confirmed: {again.message}", priority=NOTICE, **fields)
+    else:
+        out.warn(f"staticpodctl: the rolled-back {comp} is not confirmed either ({again.state}): {again.message}")
+        eng.journal.log(
+            Event.WAIT_FAILED, f"{comp}: rollback not confirmed: {again.message}", priority=ERR, **fields
+        )

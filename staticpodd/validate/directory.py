@@ -386,7 +386,9 @@ def _duplicates(pods: dict) -> list[Finding]:
                     f"kubelet runs {os.path.basename(winner)} and ignores this file (edits here never "
                     "take effect; deleting one of them stops the pod until the next relist)",
                     f"keep one file per pod; move {others if len(files) > 2 else os.path.basename(winner)}"
-                    " out of the directory if it is a leftover",
+                    " out of the directory if it is a leftover, then `touch` the file that stays so the "
+                    "kubelet re-adds its pod now instead of at its next relist (a real kubelet 1.34 leaves "
+                    "it down until then)",
                 )
             )
     return out

@@ -1,6 +1,9 @@
 """Stand-ins and servers for the proof tests: a stand-in ``crictl`` and real probe servers on 127.0.0.1.
 
-No container runtime can run here, so ``crictl`` is a small Python script written into
+A real kubelet and containerd do run here since issue 10 (tests/e2e proves park/unpark/apply
+--wait against them); this stand-in stays for what a real runtime cannot show on demand: a
+crictl that hangs or fails, odd or older JSON shapes, a crash-looping container on cue, clocks
+and timeouts of a second. ``crictl`` is a small Python script written into
 ``tmp_path/bin`` and put first on PATH. It answers ``pods -o json``, ``ps [-a] -o json``,
 ``inspectp -o json ID`` and ``exec --sync`` from a JSON state file the test drives: a timeline
 of phases ``{"at": seconds after the timeline was written, "sandboxes": [...], "containers":

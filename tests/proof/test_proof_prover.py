@@ -1,6 +1,8 @@
 """Prover: confirm the kubelet stopped or started a static pod, from the node.
 
-No container runtime can run here: ``crictl`` is a stand-in executable (tests/proof/conftest.py)
+The real kubelet tier (tests/e2e) proves the waits against kubelet 1.34 + containerd; here
+``crictl`` is a stand-in executable (tests/proof/conftest.py), for what a real runtime cannot show
+on demand (hangs, failures, crash loops on cue, second-scale timeouts),
 put first on PATH, answering from a JSON timeline this test writes; its JSON has real crictl's
 shapes. Probes hit real HTTP/HTTPS/TCP servers on 127.0.0.1. Timeouts are small (1-3 s) and the
 tests assert outcomes, never wall-clock durations.
@@ -433,3 +435,43 @@ def test_a_container_that_keeps_crashing_is_never_taken_for_running(fake_runtime
     out = wait_started(prover(settle=0.6), None, swap, scheduler_doc(), tmp_path, timeout=2.5)
     assert not out.ok and out.state == "crash-looping", out.message
     assert "exited (attempt" in out.message
+
+
+# --- issue 10: "still running" right after a swap proves nothing until the kubelet relisted --------
+
+
+def test_a_pod_that_never_stopped_is_confirmed_only_after_the_kubelets_relist(
+    fake_runtime: FakeRuntime, tmp_path: Path
+) -> None:
+    old, old_c = running_old()
+    fake_runtime.set((0, [old], old_c))
+    p = prover(file_check_frequency=0.5)
+    before = p.snapshot(POD, NS)
+    out = wait_started(p, before, time.time(), scheduler_doc(), tmp_path, manifest_changed=False, timeout=8)
+    assert out.ok and out.details["sandbox_id"] == old["id"]
+    assert out.elapsed >= 0.5 + 3.0  # one relist + the margin for the kill to reach the runtime
+    assert "survived the kubelet's relist" in out.message
+
+
+def test_a_timeout_before_the_relist_is_not_a_confirmation_nor_a_reason_to_roll_back(
+    fake_runtime: FakeRuntime, tmp_path: Path
+) -> None:
+    old, old_c = running_old()
+    fake_runtime.set((0, [old], old_c))
+    p = prover(file_check_frequency=20)
+    before = p.snapshot(POD, NS)
+    out = wait_started(p, before, time.time(), scheduler_doc(), tmp_path, manifest_changed=False, timeout=1.5)
+    assert not out.ok and out.state == "not-relisted"
+    assert not out.rollback_advised
+
+
+def test_a_pod_the_relist_removed_and_nothing_replaced_is_dropped(fake_runtime: FakeRuntime, tmp_path: Path) -> None:
+    old, old_c = running_old()
+    fake_runtime.set((0, [old], old_c))
+    p = prover(file_check_frequency=0.5, restart_backoff=0.5)
+    before = p.snapshot(POD, NS)
+    stopped = dict(old, state="SANDBOX_NOTREADY")
+    fake_runtime.set((0, [old], old_c), (0.6, [stopped], [dict(old_c[0], state="CONTAINER_EXITED")]))
+    out = wait_started(p, before, time.time(), scheduler_doc(), tmp_path, manifest_changed=False, timeout=8)
+    assert not out.ok and out.state == "dropped" and out.rollback_advised
+    assert "refused the new file" in out.message

@@ -1,0 +1,3 @@
+module staticpodd.test/healthz
+
+go 1.21
