@@ -1460,8 +1460,9 @@ class Engine:
     def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
         target = self.resolve(name)
         comp = target.component
-        _, cur, _ = self.current_bytes(comp) if (target.live or target.parked) else (target, b"", "live")
-        bad = digest_of(cur) if cur else None
+        present = bool(target.live or target.parked)
+        _, cur, _ = self.current_bytes(comp) if present else (target, b"", "live")
+        bad = digest_of(cur) if present else None  # an emptied file has a digest too (B05-empty.yaml)
         if judged_digest is not None:
             if bad != judged_digest:
                 now = self._state_at("live", target.file_name)

@@ -56,3 +56,19 @@ def test_restore_leaves_what_the_kubelet_runs_and_restores_what_it_refuses(tmp_p
     assert e["PRIORITY"] == "3" and "the kubelet drops its pod" in e["MESSAGE"], e["MESSAGE"]
     # back to the newest version that passes validation: the original bytes
     wait_until(lambda: live.read_bytes() == good, what="the tab-indented bytes restored")
+
+
+def test_an_emptied_manifest_is_restored(tmp_path, run_daemon):
+    """``: > kube-scheduler.yaml`` (corpus B05-empty.yaml: "Object 'Kind' is missing in 'null'",
+    the kubelet drops the pod). An empty file has a digest like any other: the restore used to
+    take it for "no file", refuse as "changed after it was judged", and retry every second."""
+    root = make_root(tmp_path, "on_invalid: restore\ndebounce: 0.2\n")
+    live = root / MANIFESTS / "kube-scheduler.yaml"
+    good = live.read_bytes()
+    d = run_daemon(root)
+    d.wait_ready()
+    with open(live, "wb"):
+        pass  # truncated in place, as the shell's `: >` does
+    wait_until(lambda: live.read_bytes() == good, what="the emptied file restored")
+    e = wait_journal(root, "RESTORED_LAST_GOOD", lambda e: e.get("FILE_NAME") == "kube-scheduler.yaml")
+    assert "version 1" in e["MESSAGE"], e["MESSAGE"]
