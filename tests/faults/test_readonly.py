@@ -166,7 +166,15 @@ def test_an_unprivileged_user_gets_clean_permission_errors(open_root: Path, tmp_
         new = src / "web.yaml"
         new.write_text(small_pod("web", image="nginx:1.30"))
         os.chmod(new, 0o644)
-        env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": "/tmp"}
+        # nobody imports a copy of the code: the clone may sit under a 0700 directory (mktemp -d)
+        code = src / "code"
+        for part in ("staticpodd", "schemas"):
+            shutil.copytree(REPO / part, code / part, ignore=shutil.ignore_patterns("__pycache__"))
+        for d, _, files in os.walk(src):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        env = {**os.environ, "PYTHONPATH": str(code), "HOME": "/tmp"}
         python = _python_for_nobody()
         for verb in (("status",), ("history", "web"), ("apply", str(new)), ("park", "web"), ("unpark", "db")):
             res = subprocess.run(["runuser", "-u", "nobody", "--", python, "-m", "staticpodd.cli", *verb,
