@@ -326,6 +326,29 @@ class _Parser:
         return int(text), j
 
 
+def _deepest(text: str, limit: int = _MAX_DEPTH) -> int | None:
+    """Index of the first ``[``/``{`` (outside strings) nested deeper than ``limit``, Go's
+    encoding/json ``maxNestingDepth``, or None; iterative, for what recursion cannot reach."""
+    depth, in_str, esc = 0, False, False
+    for i, c in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif c in "]}":
+            depth -= 1
+    return None
+
+
 def decode_json(data: bytes) -> tuple[Any, dict, list[DecodeProblem]]:
     """Decode ``data`` (its first non-space byte is ``{``) as the kubelet's JSON decoder does.
 
@@ -343,6 +366,9 @@ def decode_json(data: bytes) -> tuple[Any, dict, list[DecodeProblem]]:
     try:
         doc, i = p.value(i, "", 0)
     except RecursionError:
+        deepest = _deepest(text)
+        if deepest is not None:  # past Go's limit: the kubelet refuses it too
+            raise p.too_deep(deepest) from None
         raise DecodeProblem(
             "json-syntax",
             "the JSON is nested too deeply for staticpodd to check; refused",

@@ -43,6 +43,8 @@ def kubelet_refuses(data: bytes) -> str | None:
     if text[:1] == b"{":
         try:
             doc = json.loads(data, parse_constant=_no_constants)
+        except RecursionError:  # Go's encoding/json stops at a nesting depth of 10000 too
+            return "JSON parse error: exceeded max depth"
         except ValueError as exc:
             return f"JSON parse error: {exc}"
     else:

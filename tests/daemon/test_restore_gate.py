@@ -72,3 +72,19 @@ def test_an_emptied_manifest_is_restored(tmp_path, run_daemon):
     wait_until(lambda: live.read_bytes() == good, what="the emptied file restored")
     e = wait_journal(root, "RESTORED_LAST_GOOD", lambda e: e.get("FILE_NAME") == "kube-scheduler.yaml")
     assert "version 1" in e["MESSAGE"], e["MESSAGE"]
+
+
+def test_a_deeply_nested_json_write_is_restored_and_the_daemon_lives_on(tmp_path, run_daemon):
+    """100,000 nested ``[`` in a file that starts with ``{``: Go's encoding/json refuses it
+    (max depth 10000), Python's json raises RecursionError. The close-write fast path let that
+    escape and the daemon died (found by a newcomer's try); now it is a refusal like any other."""
+    root = make_root(tmp_path, "on_invalid: restore\ndebounce: 0.2\n")
+    live = root / MANIFESTS / "kube-scheduler.yaml"
+    good = live.read_bytes()
+    d = run_daemon(root)
+    d.wait_ready()
+    with open(live, "wb") as f:
+        f.write(b'{"apiVersion": "v1", "kind": "Pod", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    wait_until(lambda: live.read_bytes() == good, what="the nested JSON restored")
+    time.sleep(0.5)
+    assert d.proc.poll() is None, "the daemon died"

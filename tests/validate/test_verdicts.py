@@ -257,3 +257,13 @@ def test_a_broken_json_manifest_is_an_invalid_manifest_not_a_stray(tmp_path):
     p.chmod(0o600)
     found = validate_directory(mdir, NODE)
     assert [(f.code, f.severity) for f in found] == [("json-syntax", "error")], [f.format() for f in found]
+
+
+def test_json_nested_past_gos_max_depth_is_refused_by_the_kubelet_whatever_python_can_parse():
+    """encoding/json (and sigs.k8s.io/json) stop at a nesting depth of 10000 ("exceeded max
+    depth"): the kubelet refuses the file. Python's recursion gives out before that depth, which
+    must not turn the verdict into "the kubelet accepts it" (that kept on_invalid: restore away)."""
+    deep = b'{"apiVersion": "v1", "kind": "Pod", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    (f,) = [f for f in validate_bytes(deep, "web.json", NODE) if f.severity == "error"]
+    assert f.code == "json-syntax" and f.kubelet == "refuses" and "exceeded max depth" in f.message, f.format()
+    assert kubelet_refuses([f])
