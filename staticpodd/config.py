@@ -361,6 +361,23 @@ def load_config(
             "(packages) or schemas/staticpodd.example.yaml (source)",
             details={"problems": [_describe(e)[0] for e in errors]},
         )
+    version = data.get("kubernetes_version")
+    if version is not None:  # the schema checks the form; only the validator knows its minors
+        from .validate.context import parse_version
+
+        try:
+            parse_version(str(version))
+        except ValueError as exc:
+            target = _key_node(node, [], "kubernetes_version")
+            mark = getattr(target, "start_mark", None)
+            raise ConfigError(
+                f"kubernetes_version: {exc}",
+                path=str(file),
+                line=mark.line + 1 if mark else None,
+                column=mark.column + 1 if mark else None,
+                field="kubernetes_version",
+                hint="set one of the supported minors, or remove the key (the newest is used)",
+            ) from None
     return Config.from_dict(data, source=str(file), digest=digest)
 
 

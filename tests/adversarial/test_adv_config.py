@@ -72,3 +72,25 @@ def test_daemon_survives_sighup_with_alias_cycle(kubeadm, tmp_path):
     finally:
         d.kill()
         d.wait()
+
+
+@pytest.mark.parametrize("version", ["1.29", "1.99"])
+def test_an_unsupported_kubernetes_version_never_blocks_unpark(kubeadm, ctl_proc, version):
+    """``kubernetes_version: "1.29"`` has the right form, so the config schema passed it, and
+    unpark failed as fs-error on the missing schemas/pod-1.29.json (the pod stayed parked; a
+    newcomer's try). Now it is a configuration error like any other: unpark warns and goes on,
+    apply refuses with exit 78 naming the field, doctor reports the configuration."""
+    assert ctl_proc("park", "kube-scheduler").returncode == 0
+    cfg = kubeadm.root / "etc" / "staticpodd" / "staticpodd.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(f'node_name: cp-1\nkubernetes_version: "{version}"\n')
+    res = ctl_proc("unpark", "kube-scheduler")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "kubernetes_version" in res.stderr and "not supported" in res.stderr, res.stderr
+    assert (kubeadm.manifests / "kube-scheduler.yaml").is_file()
+    res = ctl_proc("apply", str(kubeadm.manifests / "kube-scheduler.yaml"), "--json")
+    assert res.returncode == 78, res.stdout + res.stderr
+    err = json.loads(res.stdout)["error"]
+    assert err["field"] == "kubernetes_version" and err["line"] == 2, err
+    doc = json.loads(ctl_proc("doctor", "--json").stdout)
+    assert any(p["code"] == "config-invalid" for p in doc["problems"]), doc["problems"]
