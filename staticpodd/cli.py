@@ -572,6 +572,11 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
+#: The longest deadline a park takes (10 years): longer is a typo (``--for 99999999d`` reached past
+#: year 9999, which no timestamp can show); a park with no deadline at all lasts until unparked.
+MAX_PARK_SECONDS = 3650 * 86400.0
+
+
 def _parse_until(args: argparse.Namespace) -> float | None:
     from .engine import parse_duration
 
@@ -580,6 +585,9 @@ def _parse_until(args: argparse.Namespace) -> float | None:
         if seconds <= 0:
             raise UsageError(f"--for {args.for_}: the park must last longer than 0 s",
                              hint="e.g. --for 30m (a plain number means seconds)")
+        if seconds > MAX_PARK_SECONDS:
+            raise UsageError(f"--for {args.for_}: a park deadline is at most 10 years away",
+                             hint="leave out --for/--until to park until you unpark")
         return time.time() + seconds
     if getattr(args, "until", None):
         from datetime import datetime, timezone
@@ -594,6 +602,9 @@ def _parse_until(args: argparse.Namespace) -> float | None:
         ts = dt.timestamp()
         if ts <= time.time():
             raise UsageError(f"--until {args.until} is in the past")
+        if ts > time.time() + MAX_PARK_SECONDS:
+            raise UsageError(f"--until {args.until}: a park deadline is at most 10 years away",
+                             hint="leave out --for/--until to park until you unpark")
         return ts
     return None
 

@@ -394,6 +394,16 @@ def test_a_park_for_zero_seconds_is_a_usage_error(kubeadm, ctl) -> None:
     assert SCHED in kubeadm.visible()
 
 
+@pytest.mark.parametrize("when", [("--for", "99999999d"), ("--until", "9999-12-31T23:00Z")])
+def test_a_park_deadline_past_ten_years_is_a_usage_error_and_status_keeps_working(kubeadm, ctl, when) -> None:
+    """``--for 99999999d`` was accepted ("until 275817-…"), then status, doctor and the Ansible
+    info module crashed on the deadline until someone unparked (a newcomer's try)."""
+    r = ctl("park", "kube-scheduler", *when, "--json")
+    assert r.rc == 2 and r.json()["error"]["code"] == "usage" and "10 years" in r.json()["error"]["message"]
+    assert SCHED in kubeadm.visible()
+    assert ctl("status", "--json").rc == 0
+
+
 def test_an_invalid_config_does_not_block_status_or_unpark_but_blocks_apply(kubeadm, ctl, tmp_path) -> None:
     assert ctl("park", "kube-scheduler").rc == 0
     cfg = kubeadm.root / "etc/staticpodd/staticpodd.yaml"
