@@ -678,11 +678,16 @@ def cmd_unpark(args: argparse.Namespace, out: Out) -> int:
 
 
 def _read_source(path: str) -> bytes:
+    """The bytes to apply, at most one byte past the kubelet's 10 MB read limit (``apply
+    /dev/zero`` must not eat the node's memory): a longer input is refused by the gate as the
+    kubelet refuses it, from what was read."""
+    from .fsops import KUBELET_MAX_BYTES
+
     if path == "-":
-        return sys.stdin.buffer.read()
+        return sys.stdin.buffer.read(KUBELET_MAX_BYTES + 1)
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            return fh.read(KUBELET_MAX_BYTES + 1)
     except FileNotFoundError:
         raise FsError(f"no such file: {path}", path=path) from None
     except IsADirectoryError:

@@ -877,3 +877,26 @@ def test_a_hand_write_back_after_deleting_the_parked_copy_is_one_story(kubeadm, 
     assert kinds == ["unparked-by-hand"]
     rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
     assert rows["kube-scheduler"]["state"] == "live" and rows["kube-scheduler"]["parked"] is None
+
+
+def test_apply_of_an_endless_input_reads_no_more_than_the_kubelet_would(sandbox, ctl_proc) -> None:
+    """``apply /dev/zero`` read until MemoryError (a traceback; uncapped, the node's RAM). Now
+    at most one byte past the kubelet's 10 MB limit is read and the gate refuses it. The address
+    space is capped at 1 GiB so the old behaviour fails fast instead of eating the machine."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    import subprocess
+
+    from spd_testlib import REPO, staticpodctl_cmd
+
+    res = subprocess.run([*staticpodctl_cmd(), "apply", "/dev/zero", "--as", "web", "--json",
+                          "--root", str(sandbox.root)], capture_output=True, text=True, timeout=120,
+                         preexec_fn=cap, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert res.returncode == 1, (res.returncode, res.stderr[-2000:])
+    err = json.loads(res.stdout)["error"]
+    assert err["code"] == "invalid-manifest" and "10 MiB" in err["message"], err
+    assert sandbox.visible() == []
