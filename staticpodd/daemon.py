@@ -1067,7 +1067,7 @@ class Daemon:
 
     def _remove_lone_private_dir(self) -> None:
         """Under the lock: an empty ``.staticpodd/`` that is all the manifest directory holds goes
-        (kubeadm's DirAvailable preflight counts dot-entries; see
+        (an "is the directory empty" check counts dot-entries; see
         :func:`staticpodd.fsops.remove_private_dir_if_alone`)."""
         from . import fsops
 
@@ -1077,7 +1077,7 @@ class Daemon:
             self.log(
                 Event.STAGING_SWEPT,
                 f"removed the empty {self.layout.private_dir} (nothing else was in the manifest directory; "
-                "kubeadm's preflight refuses a directory that is not empty)",
+                "a check that the directory is empty counts dot-entries)",
                 priority=INFO,
                 finding="private-dir-removed",
             )

@@ -357,12 +357,15 @@ def remove_private_dir_if_alone(layout: Layout) -> bool:
     """Remove ``<manifests>/.staticpodd/`` when it is the only entry of the manifest directory
     and holds nothing but its empty subdirectories (parked, staging, quarantine).
 
-    kubeadm's preflight check ``DirAvailable--etc-kubernetes-manifests`` refuses a non-empty
-    directory and counts dot-entries (kubeadm ``preflight/checks.go`` DirAvailableCheck), so an
-    empty ``.staticpodd/`` left behind after the last parked or applied file went away breaks
-    ``kubeadm init`` (issue 12.2). A file anywhere inside (a parked or quarantined manifest) keeps
-    it: nothing the user had is lost. Call under the lock. Returns True when it was removed;
-    never raises (a failure leaves it for the next pass).
+    Issue 12.2 reported that kubeadm's preflight ``DirAvailable--etc-kubernetes-manifests``
+    refuses a non-empty directory, dot-entries included. kubeadm v1.34.2 has no such check on
+    the manifest directory (``cmd/kubeadm/app/preflight/checks.go``: ``InitNodeChecks`` only
+    requires the four manifest files to be absent; ``DirAvailableCheck`` runs on etcd's data
+    directory), but ``DirAvailableCheck`` itself counts dot-entries, and an operator or another
+    tool checking "is the directory empty" does too: so the empty ``.staticpodd/`` left behind
+    after the last parked or applied file went away is removed. A file anywhere inside (a
+    parked or quarantined manifest) keeps it: nothing the user had is lost. Call under the
+    lock. Returns True when it was removed; never raises (a failure leaves it for the next pass).
     """
     try:
         if os.listdir(layout.manifest_dir) != [layout.private_dir.name]:
