@@ -21,7 +21,8 @@ import bisect
 import re
 from typing import Any
 
-from staticpodd.manifest import DecodeProblem, join_path
+from staticpodd.decoded import DecodeProblem
+from staticpodd.positions import join_path
 
 _WS = re.compile(r"[ \t\n\r]*")
 _PLAIN_CHARS = re.compile(r'[^"\\\x00-\x1f\udc80-\udcff]*')

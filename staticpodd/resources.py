@@ -43,18 +43,23 @@ def find_schema(name: str) -> Path:
 _validator_id: str | None = None
 
 
+_DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py")
+"""The modules that held ``manifest.py``'s code before issue 15 split it (hashed into the validator id)."""
+
+
 def validator_id() -> str:
     """An id that changes whenever the validation rules or the Pod schemas change.
 
     The engine caches gate verdicts by (digest, validator id), so ``unpark`` of bytes that
     already passed need not load the validator. Hashes the sources of ``staticpodd/validate/``
-    and ``manifest.py`` plus the Pod schemas' names, sizes and first 4 KiB. Cached per process.
+    and of the YAML decoder that was ``manifest.py`` until issue 15 split it (:data:`_DECODER`),
+    plus the Pod schemas' names, sizes and first 4 KiB. Cached per process.
     """
     global _validator_id
     if _validator_id is None:
         h = hashlib.sha256()
         vdir = _PKG / "validate"
-        for p in sorted(vdir.glob("*.py")) + [_PKG / "manifest.py"]:
+        for p in sorted(vdir.glob("*.py")) + [_PKG / name for name in _DECODER]:
             h.update(p.name.encode())
             h.update(p.read_bytes())
         sdir = next((d for d in schema_dirs() if any(d.glob("pod-*.json"))), None)

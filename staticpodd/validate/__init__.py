@@ -27,8 +27,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from staticpodd.decoded import DecodeProblem, Manifest
+from staticpodd.decoding import decode
 from staticpodd.errors import InvalidManifest
-from staticpodd.manifest import DecodeProblem, Manifest, decode
 from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Context, Options, parse_version
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
 from staticpodd.validate.identity import identity_findings
@@ -104,7 +105,7 @@ def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list
     except DecodeProblem as problem:
         found = [_problem_finding(problem, path)]
         if problem.code != "too-large" and len(data) > options.max_bytes:
-            from staticpodd.manifest import too_large
+            from staticpodd.decoded import too_large
 
             found.insert(0, _problem_finding(too_large(len(data), options.max_bytes), path))
         return None, {}, found

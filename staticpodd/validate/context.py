@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from staticpodd.manifest import DEFAULT_MAX_BYTES
+from staticpodd.decoded import DEFAULT_MAX_BYTES
 from staticpodd.validate.findings import Finding, make
 
 SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")

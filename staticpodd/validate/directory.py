@@ -99,7 +99,7 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
                     )
                 ],
             )
-        from staticpodd.manifest import KUBELET_MAX_BYTES
+        from staticpodd.decoded import KUBELET_MAX_BYTES
 
         if st.st_size > KUBELET_MAX_BYTES:
             # over the kubelet's own limit: refused by size without reading it all; the message
@@ -114,7 +114,7 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
 
 def _too_large_finding(size: int, display: str, options: Options) -> Finding:
     """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.manifest.too_large`)."""
-    from staticpodd.manifest import too_large
+    from staticpodd.decoded import too_large
 
     problem = too_large(size, options.max_bytes)
     return Finding(problem.code, "error", display, None, None, None, problem.message, problem.hint, problem.kubelet)

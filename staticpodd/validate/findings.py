@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from staticpodd.manifest import locate
+from staticpodd.positions import locate
 
 SEVERITIES = ("error", "warning", "info")
 

@@ -11,7 +11,7 @@ import dataclasses
 import re
 from typing import Any
 
-from staticpodd.manifest import locate
+from staticpodd.positions import locate
 from staticpodd.validate.findings import Finding, make
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

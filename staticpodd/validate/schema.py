@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from staticpodd.manifest import join_path
+from staticpodd.positions import join_path
 from staticpodd.validate.context import DEFAULT_VERSION, Context
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)

@@ -31,10 +31,10 @@ def _count(module: Any, name: str, kind: str) -> None:
 
 
 import staticpodd.jsondecode  # noqa: E402
-import staticpodd.manifest  # noqa: E402
 import staticpodd.validate  # noqa: E402
+import staticpodd.yamldecode  # noqa: E402
 
-_count(staticpodd.manifest, "_compose_first", "yaml")
+_count(staticpodd.yamldecode, "_compose_first", "yaml")
 _count(staticpodd.jsondecode, "decode_json", "json")
 _count(staticpodd.validate, "_validate", "validate")
 _count(staticpodd.validate, "validate_directory", "validate-directory")

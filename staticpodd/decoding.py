@@ -1,0 +1,74 @@
+"""The kubelet's first stage: which decoder reads the bytes, and :func:`decode` itself.
+
+apimachinery ``util/yaml.ToJSON``: a file whose first non-space character is ``{`` goes to the
+strict JSON decoder (:mod:`staticpodd.jsondecode`), anything else through sigs.k8s.io/yaml
+(:mod:`staticpodd.yamldecode`). KUBELET.md "How a file is decoded"; upstream
+``pkg/kubelet/config/common.go`` ``tryDecodeSinglePod``. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from staticpodd.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, too_large
+from staticpodd.yamldecode import decode_yaml
+
+# unicode.IsSpace (Go): what apimachinery's hasJSONPrefix trims before looking for '{'
+_GO_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | frozenset(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+
+
+def json_prefixed(data: bytes) -> bool:
+    """True when the kubelet reads ``data`` as JSON: its first non-space character is ``{``.
+
+    apimachinery ``util/yaml.ToJSON``: ``hasJSONPrefix`` trims leading ``unicode.IsSpace`` runes
+    (decoded as UTF-8; an invalid byte stops the trim) and looks for ``{``; such bytes go to the
+    strict JSON decoder *as is*, anything else through sigs.k8s.io/yaml. KUBELET.md "How a file
+    is decoded"; pkg/kubelet/config/common.go tryDecodeSinglePod.
+    """
+    i = 0
+    n = len(data)
+    while i < n:
+        b = data[i]
+        if b == 0x7B:  # '{'
+            return True
+        if b < 0x80:
+            if chr(b) not in _GO_SPACE:
+                return False
+            i += 1
+            continue
+        width = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
+        try:
+            ch = data[i : i + width].decode("utf-8") if width else ""
+        except UnicodeDecodeError:
+            return False
+        if ch not in _GO_SPACE:
+            return False
+        i += width
+    return False
+
+
+def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
+    """Decode bytes as the kubelet does (apimachinery ``util/yaml.ToJSON``): the first layer.
+
+    A file whose first non-space byte is ``{`` is strict JSON (:func:`json_prefixed`,
+    :mod:`staticpodd.jsondecode`); anything else goes through sigs.k8s.io/yaml ``YAMLToJSON``
+    (go-yaml v2, first document only). Source: KUBELET.md "How a file is decoded".
+
+    Raises :class:`DecodeProblem` for what the kubelet refuses: size over 10 MiB (``too-large``),
+    bytes that are not UTF-8/UTF-16 (``not-utf8``), syntax (``yaml-syntax``, ``yaml-tab``,
+    ``json-syntax``), excessive aliasing, NaN/Inf values (``yaml-unsupported-value``). What only
+    staticpodd refuses is returned in :attr:`Decoded.notes` and decoding goes on with what the
+    kubelet would run: duplicate keys (``yaml-duplicate-key``, the last value wins), later
+    documents (``multiple-documents``), a size over ``max_bytes`` (``too-large``).
+    """
+    if len(data) > KUBELET_MAX_BYTES:
+        raise too_large(len(data), max_bytes)
+    notes: list[DecodeProblem] = []
+    if len(data) > max_bytes:
+        notes.append(too_large(len(data), max_bytes))
+    if json_prefixed(data):
+        from staticpodd.jsondecode import decode_json
+
+        doc, positions, json_notes = decode_json(data)
+        return Decoded(doc, positions, 0, tuple(notes + json_notes), "json", "utf-8")
+    return decode_yaml(data, notes)

@@ -1,0 +1,158 @@
+"""go-yaml v2's scalar resolution: what a plain (or explicitly tagged) YAML scalar means.
+
+sigs.k8s.io/yaml decodes with gopkg.in/yaml.v2, whose resolver (resolve.go) reads YAML 1.1:
+``yes``/``no``/``on``/``off``/``y``/``n`` are booleans, ``0777`` is octal, ``0x1F`` hex,
+``1_000`` an int, timestamps stay strings. This module holds those rules (the tag names, the
+word table, the number grammars) and how a float becomes a JSON map key; the composing and
+building around them is :mod:`staticpodd.yamldecode`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from staticpodd.decoded import DecodeProblem
+
+_PLAIN = "!staticpodd/plain"
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_BINARY = "tag:yaml.org,2002:binary"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+_RESOLVABLE = {_PLAIN, _STR, _BOOL, _INT, _FLOAT, _TIMESTAMP, _NULL}
+
+# go-yaml v2 resolve.go resolveMapList (YAML 1.1 booleans and nulls).
+_RESOLVE_MAP: dict[str, tuple[str, Any]] = {}
+for _value, _tag, _words in (
+    (True, _BOOL, ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")),
+    (False, _BOOL, ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")),
+    (None, _NULL, ("", "~", "null", "Null", "NULL")),
+    (math.nan, _FLOAT, (".nan", ".NaN", ".NAN")),
+    (math.inf, _FLOAT, (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")),
+    (-math.inf, _FLOAT, ("-.inf", "-.Inf", "-.INF")),
+    ("<<", _MERGE, ("<<",)),
+):
+    for _w in _words:
+        _RESOLVE_MAP[_w] = (_tag, _value)
+
+_YAML_STYLE_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
+_GO_FLOAT = re.compile(r"^[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+
+
+def resolve_plain(value: str) -> tuple[str, Any]:
+    """go-yaml v2 ``resolve("", value)`` for a plain scalar -> (tag, Python value).
+
+    Source: gopkg.in/yaml.v2 resolve.go (used by sigs.k8s.io/yaml). Timestamps stay strings
+    (go-yaml keeps them as strings when decoding into ``interface{}``); so does a number out of
+    float64's range such as ``1e400`` (``strconv.ParseFloat`` fails, the scalar is a string).
+    """
+    item = _RESOLVE_MAP.get(value)
+    if item is not None:
+        return item
+    if not value:
+        return _NULL, None
+    c = value[0]
+    if c == ".":
+        if _GO_FLOAT.match(value) or _GO_HEXFLOAT.match(value):
+            f = _go_parse_float(value)
+            if math.isinf(f):
+                return _STR, value  # out of float64's range: a string, as above
+            return _FLOAT, f
+        return _STR, value
+    if c in "+-0123456789":
+        plain = value.replace("_", "")
+        if _GO_INT.match(plain):
+            n = _go_parse_int(plain)
+            if _INT64_MIN <= n <= _UINT64_MAX:
+                return _INT, n
+        if _YAML_STYLE_FLOAT.match(plain):
+            f = float(plain)
+            if math.isinf(f):
+                # strconv.ParseFloat fails with ErrRange: go-yaml v2 keeps the string (issue 11 item 9)
+                return _STR, value
+            return _FLOAT, f
+        if plain.startswith("0b") and re.fullmatch(r"[01]+", plain[2:] or "x"):
+            n = int(plain[2:], 2)
+            if n <= _INT64_MAX:
+                return _INT, n
+        elif plain.startswith("-0b") and re.fullmatch(r"[01]+", plain[3:] or "x"):
+            n = -int(plain[3:], 2)
+            if n >= _INT64_MIN:
+                return _INT, n
+    return _STR, value
+
+
+_GO_HEXFLOAT = re.compile(r"^[-+]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][-+]?[0-9]+$")
+
+
+def _go_parse_float(v: str) -> float:
+    if _GO_HEXFLOAT.match(v):
+        return float.fromhex(v)
+    return float(v)
+
+
+def _go_parse_int(plain: str) -> int:
+    sign = -1 if plain[0] == "-" else 1
+    body = plain[1:] if plain[0] in "+-" else plain
+    low = body.lower()
+    if low.startswith("0x"):
+        n = int(body[2:], 16)
+    elif low.startswith("0o"):
+        n = int(body[2:], 8)
+    elif low.startswith("0b"):
+        n = int(body[2:], 2)
+    elif len(body) > 1 and body[0] == "0":
+        n = int(body, 8)
+    else:
+        n = int(body)
+    return sign * n
+
+
+def _explicit(tag: str, value: str, node: Any) -> Any:
+    """A scalar with an explicit tag, as go-yaml v2 resolves it."""
+    if tag not in _RESOLVABLE:
+        return value  # unknown/custom tags and !!binary: kept as the string
+    if tag == _STR or tag == _TIMESTAMP:
+        return value
+    rtag, out = resolve_plain(value)
+    if tag == _FLOAT and rtag == _INT:
+        return float(out)
+    if rtag != tag:
+        raise _problem(
+            "yaml-syntax",
+            f"cannot decode {rtag.rsplit(':', 1)[-1]} `{value}` as a {tag.rsplit(':', 1)[-1]}",
+            node,
+        )
+    return out
+
+
+def _problem(code: str, message: str, node: Any, hint: str | None = None, field: str | None = None) -> DecodeProblem:
+    m = node.start_mark
+    return DecodeProblem(code, message, line=m.line + 1, column=m.column + 1, hint=hint, field=field)
+
+
+def _go_float_key(value: float) -> str:
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    if math.isnan(value):
+        return ".nan"
+    s = format(value, ".7g")
+    if "e" in s:
+        mant, exp = s.split("e")
+        if "." in mant:
+            mant = mant.rstrip("0").rstrip(".")
+        sign = exp[0]
+        digits = exp[1:].lstrip("0").rjust(2, "0")
+        return f"{mant}e{sign}{digits}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
