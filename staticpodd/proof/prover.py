@@ -13,25 +13,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import WaitTimeout
 from .kubeletconfig import DEFAULT_FILE_CHECK_FREQUENCY
-from .probes import ProbeResult, ProbeTracker, probe_specs, run_probe
+from .looking import PodLooks
+from .outcome import Outcome, PodObservation, Progress, ProgressCallback
+from .probes import ProbeTracker, probe_specs
 from .runtime import (
-    CONFIG_SOURCE,
     CONTAINER_EXITED,
-    LABEL_POD_NAME,
-    LABEL_POD_NAMESPACE,
-    Container,
     Crictl,
     RuntimeUnavailable,
     Sandbox,
     default_node_name,
 )
-from .shadow import duplicate_files, find_shadowing_file
+from .shadow import find_shadowing_file
 
 #: After one full relist period (the kubelet's fileCheckFrequency, from its config file: see
 #: :mod:`.kubeletconfig`), the kubelet has re-read every file; this margin (seconds) covers the
@@ -48,132 +44,6 @@ STOP_POLL_INTERVAL = 0.2
 #: A container counts as running only once it has been up this long (seconds, by its createdAt)
 #: and still runs: one look at a crash-looping container must not pass for success.
 DEFAULT_SETTLE = 2.0
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One progress report. ``phase``: stopping | sandbox | containers | health | relist | done.
-
-    ``message``: what is being waited for, in words. ``elapsed``/``timeout``: seconds.
-    """
-
-    phase: str
-    message: str
-    elapsed: float
-    timeout: float
-    done: bool = False
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
-@dataclass(frozen=True)
-class PodObservation:
-    """What the runtime showed for one pod at ``taken_at`` (wall-clock seconds)."""
-
-    pod_name: str
-    namespace: str
-    taken_at: float
-    sandboxes: tuple[Sandbox, ...] = ()
-    containers: tuple[Container, ...] = ()
-    similar_names: tuple[str, ...] = ()  # ready static pods named <base>-<other node name>
-
-    @property
-    def ready_sandboxes(self) -> list[Sandbox]:
-        return [s for s in self.sandboxes if s.ready]
-
-    @property
-    def running_containers(self) -> list[Container]:
-        return [c for c in self.containers if c.running]
-
-    @property
-    def ready_hashes(self) -> set[str]:
-        """config.hash of the sandboxes that were ready (the version that ran)."""
-        return {s.config_hash for s in self.ready_sandboxes if s.config_hash}
-
-    @property
-    def sandbox_ids(self) -> set[str]:
-        return {s.id for s in self.sandboxes}
-
-    @property
-    def config_hash(self) -> str | None:
-        """config.hash of the newest ready sandbox, else of the newest sandbox, else None."""
-        pool = self.ready_sandboxes or list(self.sandboxes)
-        pool = sorted(pool, key=lambda s: s.created_ns)
-        return pool[-1].config_hash if pool else None
-
-    def containers_of(self, sandbox_id: str) -> list[Container]:
-        return [c for c in self.containers if c.pod_sandbox_id == sandbox_id]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pod": f"{self.namespace}/{self.pod_name}",
-            "config_hash": self.config_hash,
-            "sandboxes": [s.to_dict() for s in self.sandboxes],
-            "containers": [c.to_dict() for c in self.containers],
-            **({"similar_names": list(self.similar_names)} if self.similar_names else {}),
-        }
-
-
-@dataclass
-class Outcome:
-    """The result of a wait.
-
-    ``ok``: the node did what was asked. ``state``: stopped | running (ok) | still-running |
-    name-mismatch | never-started | crash-looping | unchanged | shadowed | unhealthy | dropped |
-    not-relisted | runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
-    ``--json``. ``shadowing_file``: the other file that defines the same namespace/name and wins.
-    """
-
-    ok: bool
-    state: str
-    message: str
-    elapsed: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
-    shadowing_file: str | None = None
-    hint: str | None = None
-
-    @property
-    def rollback_advised(self) -> bool:
-        """Whether the node showed that the new version does not work (never-started,
-        crash-looping, unhealthy, unchanged, shadowed, dropped). False when ok, and when nothing could be
-        observed about the pod (runtime-unavailable, name-mismatch, not-relisted): rolling back blind would be a
-        second change nobody can confirm either."""
-        return not self.ok and self.state not in ("runtime-unavailable", "name-mismatch", "not-relisted")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``wait`` member of a ``--json`` reply."""
-        out: dict[str, Any] = {
-            "ok": self.ok,
-            "rollback_advised": self.rollback_advised,
-            "state": self.state,
-            "message": self.message,
-            "elapsed": round(self.elapsed, 3),
-        }
-        if self.shadowing_file:
-            out["shadowing_file"] = self.shadowing_file
-        if self.hint:
-            out["hint"] = self.hint
-        out["details"] = self.details
-        return out
-
-    def journal_fields(self) -> dict[str, Any]:
-        """Upper-case journal fields (``Journal.log(..., **outcome.journal_fields())``)."""
-        return {
-            "WAIT_STATE": self.state,
-            "WAIT_ELAPSED": f"{self.elapsed:.1f}",
-            "CONFIG_HASH": self.details.get("config_hash"),
-            "SHADOWING_FILE": self.shadowing_file,
-        }
-
-    def error(self) -> WaitTimeout:
-        """The WaitTimeout (code ``wait-timeout``, exit 6) that reports this failed outcome."""
-        return WaitTimeout(self.message, hint=self.hint, details=self.to_dict())
-
-    def raise_for_failure(self) -> None:
-        """Raise :meth:`error` unless ``ok``."""
-        if not self.ok:
-            raise self.error()
 
 
 def _silent(_: Progress) -> None:
@@ -207,8 +77,12 @@ def pod_spec_changed(old_doc: Mapping[str, Any] | None, new_doc: Mapping[str, An
     return norm(old_doc) != norm(new_doc)
 
 
-class Prover:
+class Prover(PodLooks):
     """Watches the container runtime (and probes) for one node.
+
+    About 420 lines, over the ~400 of issue 15 on purpose: most of it is :meth:`wait_started`, one
+    poll loop whose states (sandbox, containers, health, relist) share its locals; cut into
+    pieces it would be harder to follow. How it looks and judges is in :class:`.looking.PodLooks`.
 
     ``crictl``: the runtime client. ``node_name``: the kubelet's node name (default: host name,
     lower-cased). ``poll_interval``: seconds between looks (default 0.5). ``probe_host``: host for
@@ -294,50 +168,6 @@ class Prover:
         ``default``. Use as ``prover.snapshot(*prover.target(doc))``."""
         ns = str((manifest_doc.get("metadata") or {}).get("namespace") or "default")
         return self.pod_name(manifest_doc), ns
-
-    # --- looking ------------------------------------------------------------------------------
-    def observe(self, pod_name: str, namespace: str, *, timeout: float | None = None) -> PodObservation:
-        """One look at the runtime: the pod's sandboxes (matched on metadata name/namespace or the
-        ``io.kubernetes.pod.*`` labels) and their containers. Raises RuntimeUnavailable."""
-        taken = self.wall()
-        pods = self.crictl.pods(timeout=timeout)
-        mine = [s for s in pods if _matches(s.name, s.namespace, s.labels, pod_name, namespace)]
-        ids = {s.id for s in mine}
-        conts = [
-            c
-            for c in self.crictl.containers(timeout=timeout)
-            if c.pod_sandbox_id in ids
-            or (c.labels.get(LABEL_POD_NAME) == pod_name and c.labels.get(LABEL_POD_NAMESPACE) == namespace)
-        ]
-        similar: set[str] = set()
-        suffix = f"-{self.node_name}"
-        if pod_name.endswith(suffix):
-            base = pod_name[: -len(suffix)] + "-"
-            similar = {
-                s.name
-                for s in pods
-                if s.ready
-                and s.namespace == namespace
-                and s.name.startswith(base)
-                and s.name != pod_name
-                and s.annotations.get(CONFIG_SOURCE, "file") == "file"
-            }
-        return PodObservation(pod_name, namespace, taken, tuple(mine), tuple(conts), tuple(sorted(similar)))
-
-    def snapshot(self, pod_name: str, namespace: str) -> PodObservation:
-        """The pod as it is BEFORE the swap (config.hash, sandbox ids). Call it before renaming.
-
-        Raises RuntimeUnavailable when crictl cannot answer: the caller must then not swap.
-        """
-        return self.observe(pod_name, namespace)
-
-    def _inspect(self, sandbox_id: str, timeout: float) -> Sandbox | None:
-        if sandbox_id not in self._inspected:
-            try:
-                self._inspected[sandbox_id] = self.crictl.inspect_pod(sandbox_id, timeout=timeout)
-            except RuntimeUnavailable:
-                return None
-        return self._inspected[sandbox_id]
 
     # --- park ---------------------------------------------------------------------------------
     def wait_stopped(
@@ -671,220 +501,3 @@ class Prover:
                 ),
             )
         )
-
-    # --- helpers ------------------------------------------------------------------------------
-    def _add_mirror(self, out: Outcome, pod_name: str, namespace: str) -> None:
-        """Add ``details["mirror_pod"]`` when a kubeconfig is set (informational only)."""
-        if self.kubeconfig is None:
-            return
-        from .mirror import mirror_pod_hash
-
-        info = mirror_pod_hash(self.kubeconfig, pod_name, namespace)
-        seen = out.details.get("config_hash")
-        if info.get("found") and seen:
-            info["matches_runtime"] = info.get("config_hash") == seen
-        out.details["mirror_pod"] = info
-
-    @staticmethod
-    def _pick_sandbox(
-        obs: PodObservation, old_ids: set[str], old_hashes: set[str], manifest_changed: bool, swap_ns: int
-    ) -> Sandbox | None:
-        ready = sorted(obs.ready_sandboxes, key=lambda s: s.created_ns, reverse=True)
-        for s in ready:
-            if s.id in old_ids:
-                continue
-            if manifest_changed and s.config_hash and s.config_hash in old_hashes:
-                continue
-            if manifest_changed and s.created_ns and s.created_ns < swap_ns:
-                continue  # a sandbox from before the swap (no snapshot was taken, or it was missed)
-            return s
-        if not manifest_changed:
-            # The same pod may never have stopped (unpark soon after park, or a no-op apply).
-            return ready[0] if ready else None
-        return None
-
-    def _probe_host(self, sandbox: Sandbox, host_network: bool, timeout: float) -> str:
-        if self.probe_host:
-            return self.probe_host
-        if host_network:
-            return "127.0.0.1"
-        inspected = self._inspect(sandbox.id, max(0.5, timeout))
-        return (inspected.ip if inspected and inspected.ip else None) or sandbox.ip or "127.0.0.1"
-
-    def _trackers(self, specs: list[Any], conts: list[Container], now: float) -> dict[str, list[ProbeTracker]]:
-        wall_now = self.wall()
-        started = {c.name: c.created_ns / 1e9 for c in conts if c.running}
-        out: dict[str, list[ProbeTracker]] = {}
-        for spec in specs:
-            begin = started.get(spec.container, wall_now)
-            due = now + max(0.0, begin + spec.initial_delay - wall_now)
-            out.setdefault(spec.container, []).append(ProbeTracker(spec, due))
-        return out
-
-    def _run_due_probes(
-        self, trackers: dict[str, list[ProbeTracker]], conts: list[Container], host: str, deadline: float
-    ) -> str:
-        """Run every probe that is due; return healthy | unhealthy | pending."""
-        ids = {c.name: c.id for c in conts if c.running}
-        exec_runner = self.crictl.exec_sync
-        all_healthy = True
-        for cname, ts in trackers.items():
-            by_kind = {t.spec.kind: t for t in ts}
-            startup = by_kind.get("startupProbe")
-            # the startup probe first; the moment it succeeds the others run in the same look (the
-            # kubelet starts them then too), not one poll interval later
-            for _ in range(2):
-                in_startup = bool(startup and not startup.succeeded)
-                phase_probes = [startup] if in_startup else [t for t in ts if t.spec.kind != "startupProbe"]
-                for t in phase_probes:
-                    now = self.clock()
-                    if t is None or now < t.next_due or now >= deadline:
-                        continue
-                    spec = t.spec
-                    if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
-                        spec = replace(spec, timeout=max(0.1, deadline - now))
-                    result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
-                    t.record(result, self.clock())
-                    if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:
-                        return "unhealthy"
-                if not (in_startup and startup is not None and startup.succeeded):
-                    break
-            if startup and not startup.succeeded:
-                all_healthy = False
-                continue
-            ready = by_kind.get("readinessProbe")
-            live = by_kind.get("livenessProbe")
-            if ready is not None:
-                ok = ready.succeeded
-            elif live is not None:
-                ok = live.passed_once
-            else:
-                ok = True
-            all_healthy = all_healthy and ok
-        return "healthy" if all_healthy else "pending"
-
-    def _running(
-        self,
-        namespace: str,
-        pod_name: str,
-        sb: Sandbox,
-        is_new: bool,
-        trackers: dict[str, list[ProbeTracker]],
-        host: str,
-    ) -> Outcome:
-        probes = [t.to_dict(host) for ts in trackers.values() for t in ts]
-        skipped = [t.spec.describe(host) for ts in trackers.values() for t in ts if t.last and t.last.skipped]
-        passed = sum(1 for ts in trackers.values() for t in ts if t.passed_once)
-        what = f"{passed} probe(s) passed" if probes else "no probes in the manifest"
-        note = (
-            ""
-            if is_new
-            else f" (the same sandbox as before the swap: it never stopped, and survived the kubelet's relist "
-            f"of {self.file_check_frequency:g} s)"
-        )
-        return Outcome(
-            True,
-            "running",
-            f"{namespace}/{pod_name} runs with config.hash {(sb.config_hash or '?')[:12]} in sandbox "
-            f"{sb.id[:13]}{note}; {what}",
-            details={
-                "config_hash": sb.config_hash,
-                "sandbox_id": sb.id,
-                "new_sandbox": is_new,
-                "probes": probes,
-                **({"probes_not_run": skipped} if skipped else {}),
-            },
-        )
-
-    def _unhealthy(
-        self,
-        namespace: str,
-        pod_name: str,
-        sb: Sandbox,
-        trackers: dict[str, list[ProbeTracker]],
-        host: str,
-        *,
-        fatal: bool,
-    ) -> Outcome:
-        bad = [t for ts in trackers.values() for t in ts if not t.succeeded and t.runs]
-        bad = bad or [t for ts in trackers.values() for t in ts if not t.succeeded]
-        first = bad[0] if bad else None
-        if first is not None:
-            seen = first.last.message if first.last else "never run"
-            why = f"{first.spec.describe(host)} -> {seen} ({first.failures} failure(s) in a row)"
-        else:
-            why = f"its containers had not stayed up {self.settle:g} s yet"
-        lead = (
-            "failed its probe as many times as failureThreshold allows (the kubelet restarts it now)"
-            if fatal
-            else "did not become healthy before the deadline"
-        )
-        return Outcome(
-            False,
-            "unhealthy",
-            f"{namespace}/{pod_name} (config.hash {(sb.config_hash or '?')[:12]}) {lead}: {why}",
-            details={
-                "config_hash": sb.config_hash,
-                "sandbox_id": sb.id,
-                "probes": [t.to_dict(host) for ts in trackers.values() for t in ts],
-            },
-            hint="see `crictl logs` of the container; probes ran from the node with the manifest's settings",
-        )
-
-    def _dropped(self, namespace: str, pod_name: str, gone_for: float) -> Outcome:
-        return Outcome(
-            False,
-            "dropped",
-            f"{namespace}/{pod_name} ran after the swap, then the kubelet removed it and started nothing in "
-            f"its place for {gone_for:.0f} s: it refused the new file at its relist (fileCheckFrequency "
-            f"{self.file_check_frequency:g} s)",
-            hint=(
-                "see `journalctl -u kubelet` for 'Could not process manifest file'; `staticpodctl validate` "
-                "the file (KUBELET.md 'What a broken file does to a running pod')"
-            ),
-        )
-
-    def _name_mismatch(self, namespace: str, pod_name: str, obs: PodObservation) -> Outcome:
-        return Outcome(
-            False,
-            "name-mismatch",
-            f"no pod named {namespace}/{pod_name} on this node, but {', '.join(obs.similar_names)} "
-            f"runs: the kubelet's node name is probably not {self.node_name!r}",
-            details={"observation": obs.to_dict(), "probable_node_names": self.probable_node_names(obs)},
-            hint="pass --node-name (or set node_name in the config) to the kubelet's node name",
-        )
-
-    def probable_node_names(self, obs: PodObservation) -> list[str]:
-        """Node names the similar pods suggest (``kube-scheduler-cp-1`` -> ``cp-1``)."""
-        suffix = f"-{self.node_name}"
-        if not obs.pod_name.endswith(suffix):
-            return []
-        base = obs.pod_name[: -len(suffix)] + "-"
-        return sorted({n[len(base) :] for n in obs.similar_names if n.startswith(base)})
-
-    @staticmethod
-    def _shadowed(
-        namespace: str, pod_name: str, shadow: str, manifest_dir: Path, manifest_doc: Mapping[str, Any]
-    ) -> Outcome:
-        return Outcome(
-            False,
-            "shadowed",
-            f"{shadow} also defines {namespace}/{_base_name(manifest_doc)} and sorts last, so the kubelet "
-            "runs it instead of the file just written; the new version never took effect",
-            details={"files_defining_pod": duplicate_files(manifest_dir, manifest_doc)},
-            shadowing_file=shadow,
-            hint=(
-                f"move {shadow} out of {manifest_dir} (KUBELET.md 'Duplicate names across files': the "
-                "lexically last file wins)"
-            ),
-        )
-
-
-def _base_name(doc: Mapping[str, Any]) -> str:
-    return str((doc.get("metadata") or {}).get("name", ""))
-
-
-def _matches(name: str, ns: str, labels: Mapping[str, str], pod_name: str, namespace: str) -> bool:
-    if name == pod_name and ns == namespace:
-        return True
-    return labels.get(LABEL_POD_NAME) == pod_name and labels.get(LABEL_POD_NAMESPACE) == namespace

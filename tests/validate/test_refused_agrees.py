@@ -17,7 +17,6 @@ and the rest of ValidatePodCreate are the gate's, at the normal pace.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -197,13 +196,3 @@ def test_the_cheap_check_agrees_with_the_decoder_on_the_corpus(path: Path) -> No
 def test_the_corpus_is_there() -> None:
     assert _corpus_files(), "../shared/corpus is missing: the agreement test would pin nothing"
 
-
-def test_the_cheap_check_stays_under_a_millisecond_per_corpus_manifest() -> None:
-    files = [p.read_bytes() for p in _corpus_files() if p.stat().st_size < 64 * 1024]
-    best = float("inf")
-    for _ in range(5):  # the best of five rounds: other tests share the machine
-        start = time.perf_counter()
-        for data in files:
-            kubelet_refuses(data)
-        best = min(best, (time.perf_counter() - start) / len(files))
-    assert best < 1e-3, f"kubelet_refuses takes {best * 1e3:.3f} ms per corpus file (budget: under 1 ms)"
