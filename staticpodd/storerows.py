@@ -1,0 +1,202 @@
+"""The version store's tables and rows: the SQL that creates them and the records it returns.
+
+``_SCHEMA`` (the DDL :class:`staticpodd.store.VersionStore` runs on a new or migrated store; the
+tables are described in :mod:`staticpodd.store`), :class:`Version`, :class:`ParkRecord`,
+:class:`Intent`, :class:`Observed`, and :func:`digest_of`/:func:`iso`. Split out of store.py
+(issue 15); ``staticpodd.store`` re-exports every name, which is where callers import them from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (
+    digest TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    codec TEXT NOT NULL DEFAULT 'raw'
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS versions (
+    id INTEGER PRIMARY KEY,
+    component TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    file_name TEXT NOT NULL,
+    digest TEXT NOT NULL REFERENCES blobs(digest),
+    size INTEGER NOT NULL,
+    mode INTEGER,
+    uid INTEGER,
+    gid INTEGER,
+    action TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    actor_via TEXT,
+    reason TEXT,
+    location TEXT NOT NULL DEFAULT 'live',
+    created_at REAL NOT NULL,
+    UNIQUE (component, seq)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    component TEXT,
+    file_name TEXT,
+    kind TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    reason TEXT,
+    details TEXT,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS parks (
+    component TEXT PRIMARY KEY,
+    file_name TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    parked_at REAL NOT NULL,
+    until REAL,
+    actor TEXT NOT NULL,
+    actor_via TEXT,
+    reason TEXT
+);
+CREATE TABLE IF NOT EXISTS intents (
+    id INTEGER PRIMARY KEY,
+    op TEXT NOT NULL,
+    component TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    pid INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    digest TEXT NOT NULL,
+    validator TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    PRIMARY KEY (digest, validator)
+);
+CREATE TABLE IF NOT EXISTS observed (
+    key TEXT PRIMARY KEY,
+    component TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    location TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    mode INTEGER,
+    uid INTEGER,
+    gid INTEGER,
+    updated_at REAL NOT NULL,
+    sig TEXT
+);
+CREATE TABLE IF NOT EXISTS identities (
+    digest TEXT PRIMARY KEY,
+    namespace TEXT,
+    name TEXT
+);
+CREATE TABLE IF NOT EXISTS facts (
+    digest TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (digest, kind)
+);
+CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
+"""
+
+
+def digest_of(data: bytes) -> str:
+    """sha256 hex digest of ``data`` (DESIGN.md "digest"; show 12 characters to humans)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded version of a component. ``created_at`` is epoch seconds (UTC)."""
+
+    component: str
+    seq: int
+    file_name: str
+    digest: str
+    size: int
+    mode: int | None
+    uid: int | None
+    gid: int | None
+    action: str
+    actor: str
+    actor_via: str | None
+    reason: str | None
+    location: str
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape used by ``--json`` (mode as an octal string, e.g. ``"0600"``)."""
+        d = {f: getattr(self, f) for f in _VERSION_FIELDS}  # not asdict(): no deep copy per row
+        d["mode"] = f"{self.mode:04o}" if self.mode is not None else None
+        d["created_at"] = iso(self.created_at)
+        d["version"] = self.seq  # the name every other verb's --json uses; "seq" stays for compatibility
+        return d
+
+
+@dataclass(frozen=True)
+class ParkRecord:
+    """A component parked now. ``until`` is the epoch deadline, or None (until unparked)."""
+
+    component: str
+    file_name: str
+    digest: str
+    parked_at: float
+    until: float | None
+    actor: str
+    actor_via: str | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape used by ``--json`` and the daemon's heartbeat (ISO 8601 UTC times)."""
+        return {
+            "component": self.component,
+            "file_name": self.file_name,
+            "digest": self.digest,
+            "since": iso(self.parked_at),
+            "until": iso(self.until) if self.until is not None else None,
+            "actor": self.actor,
+            "actor_via": self.actor_via,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Intent:
+    """An operation in progress (see :meth:`staticpodd.engine.Engine.recover`)."""
+
+    id: int
+    op: str
+    component: str
+    payload: dict[str, Any]
+    created_at: float
+    pid: int
+
+
+def iso(ts: float) -> str:
+    """Epoch seconds -> ``2026-11-29T18:30:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+_VERSION_FIELDS = ("component", "seq", "file_name", "digest", "size", "mode", "uid", "gid", "action", "actor",
+                   "actor_via", "reason", "location", "created_at")
+_VERSION_COLS = (
+    "component, seq, file_name, digest, size, mode, uid, gid, action, actor, actor_via, reason, "
+    "location, created_at"
+)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The state last seen at one path: ``location`` is ``live`` or ``parked``."""
+
+    component: str
+    file_name: str
+    location: str
+    digest: str
+    mode: int | None
+    uid: int | None
+    gid: int | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.location}/{self.file_name}"
