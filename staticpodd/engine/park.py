@@ -88,29 +88,7 @@ class ParkVerbs(SwapVerbs):
             twins = self.files_defining(ident, besides=fn) if ident is not None else []
             twins_note = ""
             if twins and ident is not None:
-                leftover = component_of(fn) == fn
-                if not (leftover or force):
-                    stray_twins = [t for t in twins if component_of(t) == t]
-                    odd = [t for t in twins if self._is_untrackable_display(t)]
-                    hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
-                            f"staticpodctl cannot park it), then park {comp}" if odd else
-                            f"park the leftover first (staticpodctl park {_q(stray_twins[0])}), then park {comp}"
-                            if stray_twins else
-                            f"park or move the other file(s) first, or park only {fn} with --force "
-                            "(the pod keeps running from the other file)")
-                    raise Conflict(
-                        f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
-                        f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
-                        path=str(self._path("live", twins[-1])),
-                        hint=hint,
-                    )
-                if until is not None:
-                    raise UsageError(
-                        f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
-                        "so a deadline to start it again means nothing",
-                        hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
-                    )
-                twins_note = f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
+                twins_note = self._twins_note(comp, fn, ident, twins, until=until, force=force)
             digest = digest_of(st.data)
             self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
             payload = self._intent_base(fn, reason)
@@ -178,17 +156,7 @@ class ParkVerbs(SwapVerbs):
                 parked_st = self._state_at("parked", fn)
                 if live is not None and parked_st is not None and live.data == parked_st.data:
                     return self._close_park_copied_back(comp, fn, live, reason)
-                when = ""
-                if live is not None:
-                    when = time.strftime(" (modified %Y-%m-%dT%H:%M:%SZ)",
-                                         time.gmtime(os.stat(self._path("live", fn)).st_mtime))
-                raise LiveFileExists(
-                    f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
-                    path=str(self._path("live", fn)),
-                    hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
-                    f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
-                    "copy win, move the live file out of the directory first, then unpark",
-                )
+                raise self._live_again(comp, fn, live)
             pst = self._state_at("parked", fn)
             assert pst is not None
             digest = digest_of(pst.data)
@@ -292,6 +260,50 @@ class ParkVerbs(SwapVerbs):
         return out
 
     # -- park helpers ------------------------------------------------------------------------------
+
+    def _twins_note(self, comp: str, fn: str, ident: tuple[str, str], twins: list[str], *,
+                    until: float | None, force: bool) -> str:
+        """Parking ``fn`` while ``twins`` (other live files) define the same pod ``ident``: refused
+        (Conflict) unless ``fn`` is a leftover or ``force``; a deadline is refused (UsageError), as
+        the pod keeps running. Returns the note for the result (see :meth:`park`)."""
+        leftover = component_of(fn) == fn
+        if not (leftover or force):
+            stray_twins = [t for t in twins if component_of(t) == t]
+            odd = [t for t in twins if self._is_untrackable_display(t)]
+            hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
+                    f"staticpodctl cannot park it), then park {comp}" if odd else
+                    f"park the leftover first (staticpodctl park {_q(stray_twins[0])}), then park {comp}"
+                    if stray_twins else
+                    f"park or move the other file(s) first, or park only {fn} with --force "
+                    "(the pod keeps running from the other file)")
+            raise Conflict(
+                f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
+                f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
+                path=str(self._path("live", twins[-1])),
+                hint=hint,
+            )
+        if until is not None:
+            raise UsageError(
+                f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
+                "so a deadline to start it again means nothing",
+                hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
+            )
+        return f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
+
+    def _live_again(self, comp: str, fn: str, live: Any) -> LiveFileExists:
+        """The refusal of an unpark whose live file is back and differs from the parked copy
+        (``live``: its state, or None when it went again)."""
+        when = ""
+        if live is not None:
+            when = time.strftime(" (modified %Y-%m-%dT%H:%M:%SZ)",
+                                 time.gmtime(os.stat(self._path("live", fn)).st_mtime))
+        return LiveFileExists(
+            f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
+            path=str(self._path("live", fn)),
+            hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
+            f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
+            "copy win, move the live file out of the directory first, then unpark",
+        )
 
     def _park_with_missing_copy(self, name: str) -> str | None:
         """The component ``name`` (or file name) when it is parked and its parked copy and live

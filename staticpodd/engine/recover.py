@@ -20,6 +20,12 @@ from ..journal import NOTICE, Event
 from ..store import ParkRecord, Version, digest_of
 from .core import EngineCore
 
+#: The hint of a change that reached the kubelet but could not be recorded (see
+#: :meth:`RecoverVerbs._after_rename`): the committed intent records it later.
+RECORD_LATER_HINT = ("nothing is lost: once the store can be written again, run: "
+                     "staticpodctl recover (the next staticpodctl or staticpodd start does it "
+                     "too); it records this change from the interrupted operation")
+
 
 class RecoverVerbs(EngineCore):
     """``recover`` and the intent and recording helpers."""
@@ -142,9 +148,7 @@ class RecoverVerbs(EngineCore):
         except StoreError as exc:
             raise StoreError(
                 f"{done}, but recording it failed: {exc.message}",
-                path=exc.path, hint=(then or "nothing is lost: once the store can be written again, run: "
-                                     "staticpodctl recover (the next staticpodctl or staticpodd start does it "
-                                     "too); it records this change from the interrupted operation"),
+                path=exc.path, hint=(then or RECORD_LATER_HINT),
                 details={"reached_kubelet": True, "recorded": False},
             ) from exc
 
