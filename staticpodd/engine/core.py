@@ -1,0 +1,326 @@
+"""The engine core: what every verb needs, and nothing verb-specific.
+
+One :class:`EngineCore` over a :class:`~staticpodd.layout.Layout`: the configuration (loaded
+lazily), the version store (opened on first use), the one flock (re-entrant; its first
+acquisition finishes or undoes interrupted operations), the journal, the hooks, and the
+directory as the kubelet sees it: listing its files and resolving a name to a component. The
+verb families (:mod:`.swap`, :mod:`.park`, :mod:`.scan`, :mod:`.query`, :mod:`.recover`) build
+on it; :class:`staticpodd.engine.Engine` composes them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import fsops
+from ..errors import Conflict, FsError, StaticpodError, StoreError, UnknownComponent, UsageError
+from ..journal import INFO, Event, Journal
+from ..layout import Layout, component_of
+from ..lock import DEFAULT_TIMEOUT, FileLock, default_notify
+from ..store import Observed, VersionStore
+from ..termsafe import note_names, printable_name
+from .fsfacts import _regular_files, is_utf8_name
+from .model import Actor, OpWarning, Target, _q
+
+
+class EngineCore:
+    """Configuration, store, lock, journal, hooks and name resolution over one layout.
+
+    ``config`` is the loaded daemon/CLI configuration (attribute access) or None for defaults;
+    ``config_loader`` loads it lazily instead (fast verbs never pay for it).
+    """
+
+    def __init__(
+        self,
+        layout: Layout,
+        *,
+        actor: Actor,
+        journal: Journal,
+        config: Any = None,
+        config_loader: Callable[[], Any] | None = None,
+        lock_timeout: float | None = None,
+        notify: Any = None,
+    ) -> None:
+        self.layout = layout
+        self.actor = actor
+        self.journal = journal
+        self._config = config
+        self._config_loader = config_loader
+        self._lock_timeout = lock_timeout
+        self._notify = notify if notify is not None else default_notify()
+        self._store: VersionStore | None = None
+        self._lock = FileLock(layout.lock_path, description=f"{journal.identifier} by {actor}")
+        self._recovered = False
+        #: What the last :meth:`recover` did (one dict per interrupted operation).
+        self.last_recovery: list[dict[str, Any]] = []
+        #: Entries seen whose names are not valid UTF-8, as ``os.listdir`` gives them
+        #: (surrogate-escaped): the kubelet reads them, we cannot track them (see _dir_names).
+        self.untrackable: set[str] = set()
+        self._untrackable_logged: set[str] = set()
+        #: Post-hooks that failed, timed out or were refused during this Engine's operations.
+        self.hook_warnings: list[OpWarning] = []
+        self._listing: list[str] | None = None  # the directory's names during one scan
+        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
+
+    if TYPE_CHECKING:  # defined by RecoverVerbs (recover.py); locked() runs it on first acquisition
+
+        def recover(self) -> list[dict[str, Any]]: ...
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Any:
+        """The configuration (loaded on first use), or None when there is none."""
+        if self._config is None and self._config_loader is not None:
+            self._config = self._config_loader()
+            self._config_loader = None
+        return self._config
+
+    def _cfg(self, name: str, default: Any) -> Any:
+        cfg = self.config
+        value = getattr(cfg, name, None) if cfg is not None else None
+        return default if value is None else value
+
+    @property
+    def store(self) -> VersionStore:
+        """The version store (opened on first use)."""
+        if self._store is None:
+            self._store = VersionStore(self.layout.db_path)
+        return self._store
+
+    def close(self) -> None:
+        """Close the store."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the staticpodd flock (re-entrant). On first acquisition, run :meth:`recover`.
+
+        Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
+        ``lock_timeout``, default 30).
+        """
+        self.check_manifest_dir()
+        timeout = self._lock_timeout
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        self._lock.acquire(timeout, self._notify)
+        try:
+            if not self._recovered:
+                self._recovered = True
+                self.recover()
+            yield
+        finally:
+            self._lock.release()
+
+    def check_manifest_dir(self) -> None:
+        """Raise FsError unless the manifest directory exists and is a directory (a typo in
+        ``--root`` or ``staticPodPath`` must not look like an empty node)."""
+        mdir = self.layout.manifest_dir
+        if not mdir.is_dir():
+            what = "is not a directory" if mdir.exists() else "does not exist"
+            raise FsError(
+                f"the manifest directory {what}",
+                path=str(mdir),
+                hint="check --root / --manifest-dir, or staticPodPath in <root>/var/lib/kubelet/config.yaml",
+            )
+
+    def _log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+        fields.setdefault("actor", str(self.actor))
+        self.journal.log(event, message, priority=priority, **fields)
+
+    @contextmanager
+    def nothing_changed_on_error(self) -> Iterator[None]:
+        """A StoreError or FsError before a changing verb's rename: say that nothing reached the
+        kubelet (``details["reached_kubelet"] = False``), unless the error already says it did."""
+        try:
+            yield
+        except StaticpodError as exc:
+            if isinstance(exc, (StoreError, FsError)) and "reached_kubelet" not in exc.details:
+                exc.details["reached_kubelet"] = False
+                if "nothing was changed" not in exc.message:
+                    exc.message += "; nothing was changed in the manifest directory"
+            raise
+
+    def _set_observed(self, comp: str, fn: str, loc: str, digest: str, st: Any) -> None:
+        self.store.set_observed(Observed(comp, fn, loc, digest, st.mode, st.uid, st.gid))
+
+    # -- resolving names ----------------------------------------------------------------------
+
+    def _dir_names(self, directory: Path) -> list[str]:
+        """Non-dot entry names of ``directory``, sorted; [] when it is missing.
+
+        A name that is not valid UTF-8 (a Latin-1 name from an old tarball) is left out and
+        remembered in :attr:`untrackable`: the version store keys everything by name as text,
+        and one such file must not stop every other component from being managed. The kubelet
+        still reads it (KUBELET.md "Which files are pods"); ``status`` and ``doctor`` say so.
+        """
+        try:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        note_names(names)  # a newline in a name is escaped wherever it is shown (termsafe.safe)
+        out = []
+        for e in names:
+            if e.startswith("."):
+                continue
+            if not is_utf8_name(e):
+                if directory == self.layout.manifest_dir and os.path.isfile(directory / e):
+                    self.untrackable.add(str(directory / e))  # what the kubelet reads (not dirs, not ours)
+                continue
+            out.append(e)
+        return sorted(out)
+
+    def live_names(self) -> list[str]:
+        """Non-dot entries of the manifest directory that are files (or links to files): what the
+        kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist."""
+        names = self._dir_names(self.layout.manifest_dir)
+        files = _regular_files(self.layout.manifest_dir)  # d_type from one scandir: no stat per file
+        return [n for n in names if n in files]
+
+    def parked_names(self) -> list[str]:
+        """File names of the parked copies."""
+        names = self._dir_names(self.layout.parked_dir)
+        files = _regular_files(self.layout.parked_dir)
+        return [n for n in names if n in files]
+
+    def component_for(self, file_name: str) -> str:
+        """The component a file in the directory belongs to: its stem (``web`` for ``web.yaml``),
+        unless that stem is already another file's (``web.yaml`` and ``web.yml`` are two pods):
+        then the later file is its own component under its full name, with its own history.
+
+        The first file to be recorded under a stem keeps it; with nothing recorded yet, the
+        lexically first of the sibling files does.
+        """
+        stem = component_of(file_name)
+        if stem == file_name:
+            return stem
+        if self.layout.db_path.exists():
+            if self.store.head(file_name) is not None:
+                return file_name
+            head = self.store.head(stem)
+            if head is not None:
+                return stem if head.file_name == file_name else file_name
+        pool = getattr(self, "_listing", None)
+        if pool is None:
+            siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+        else:  # during a scan: one stem index for the whole listing (linear, not per file)
+            if self._by_stem is None or self._by_stem[0] is not pool:
+                index: dict[str, set[str]] = {}
+                for n in pool:
+                    index.setdefault(component_of(n), set()).add(n)
+                self._by_stem = (pool, index)
+            siblings = sorted(self._by_stem[1].get(stem, ()))
+        return stem if not siblings or siblings[0] == file_name else file_name
+
+    def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
+        """Find a component by name (``kube-scheduler``) or file name (``kube-scheduler.yaml``).
+
+        Looks at live files, then parked copies, then the store. Raises UnknownComponent, or
+        Conflict when a stem matches several live files (``x.yaml`` and ``x.json``).
+        """
+        if "/" in name:
+            p = Path(os.path.abspath(name))
+            if p.parent in (self.layout.manifest_dir, self.layout.parked_dir):
+                name = p.name
+            else:
+                raise UsageError(
+                    f"{name!r} is not a component name",
+                    hint="name a component by its file stem (kube-scheduler) or file name; "
+                    "to install a file from elsewhere use: staticpodctl apply FILE",
+                )
+        if name.startswith("."):
+            raise UsageError(f"{name!r}: dot-names are never read by the kubelet and are not components")
+        if not is_utf8_name(name):
+            raise UsageError(
+                f"'{printable_name(name)}' is not valid UTF-8: staticpodd cannot track such a file",
+                hint="rename it (mv -- OLD NEW) to a UTF-8 name; the kubelet reads it under any name",
+            )
+        live = self.live_names()
+        parked = self.parked_names()
+        for pool, is_live in ((live, True), (parked, False)):
+            if name in pool:
+                other = name in (parked if is_live else live)
+                return Target(self.component_for(name), name, True if is_live else other, other if is_live else True)
+        # component_for(n) is n itself or its stem: only those files can be this component (no
+        # store queries for every other file on the node)
+        matches = sorted({n for n in live + parked if component_of(n) == name and self.component_for(n) == name})
+        if len(matches) > 1:
+            raise Conflict(
+                f"component {name!r} matches several files: {', '.join(matches)}",
+                hint="name the file instead (e.g. " + matches[0] + ")",
+            )
+        if matches:
+            fn = matches[0]
+            return Target(name, fn, fn in live, fn in parked)
+        head = self.store.head(name) if self.layout.db_path.exists() else None
+        if head is None and self.layout.db_path.exists():
+            head = self.store.head(component_of(name))
+        if head is not None and allow_recorded:
+            return Target(head.component, head.file_name, False, False)
+        if head is not None:  # recorded, but its file is in neither place: say what happened
+            comp = head.component
+            if self.store.park_of(comp) is not None:
+                raise Conflict(
+                    f"{comp} is recorded as parked, but its parked copy is gone (moved or deleted by hand)",
+                    path=str(self.layout.parked_dir / head.file_name),
+                    hint=f"to start it from its newest version: staticpodctl unpark {_q(comp)}; to put that version "
+                    f"back as the parked copy and keep it stopped: staticpodctl rollback {_q(comp)}",
+                )
+            raise UnknownComponent(
+                f"{comp} is not in {self.layout.manifest_dir}: its file was removed (newest version {head.seq})",
+                hint=f"put it back with: staticpodctl rollback {_q(comp)}",
+            )
+        known = sorted({self.component_for(n) for n in live + parked})
+        import difflib
+
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = "the manifest directory is empty"
+        if known:
+            hint = (f"did you mean {close[0]}? " if close else "") + "known components: " + ", ".join(known)
+        raise UnknownComponent(f"no component {name!r} in {self.layout.manifest_dir}", hint=hint)
+
+    def _state_at(self, location: str, file_name: str) -> fsops.FileState | None:
+        base = self.layout.manifest_dir if location == "live" else self.layout.parked_dir
+        return fsops.read_state(base / file_name)
+
+    def _path(self, location: str, file_name: str) -> Path:
+        return (self.layout.manifest_dir if location == "live" else self.layout.parked_dir) / file_name
+
+    def current_bytes(self, name: str) -> tuple[Target, bytes, str]:
+        """``(target, bytes, location)`` of a component's file as it is now (live, else parked).
+
+        Raises UnknownComponent when it has no file.
+        """
+        target = self.resolve(name)
+        for loc in ("live", "parked"):
+            if (loc == "live" and target.live) or (loc == "parked" and target.parked):
+                st = self._state_at(loc, target.file_name)
+                if st is not None:
+                    return target, st.data, loc
+        raise UnknownComponent(
+            f"{target.component} has no live or parked file",
+            hint=f"see its recorded versions: staticpodctl history {_q(target.component)}",
+        )
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def _hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
+               version: int | None = None, digest: str | None = None) -> None:
+        if not (self.layout.hooks_dir / f"{phase}-{verb}.d").is_dir():
+            return
+        from ..hooks import hook_env, run_hooks
+
+        env = hook_env(self.layout, component=component, file_name=file_name, version=version, digest=digest,
+                       actor=str(self.actor), reason=reason)
+        timeout = self._cfg("hooks", None)
+        timeout = getattr(timeout, "timeout", None) if timeout is not None else None
+        results = run_hooks(self.layout, phase, verb, env, timeout=float(timeout or 30), journal=self.journal)
+        if phase == "post":  # never fatal; the CLI shows them as warnings (and in --json "warnings")
+            self.hook_warnings.extend(OpWarning.of(r, phase, verb) for r in results
+                                      if r.status in ("failed", "signaled", "timeout", "refused"))

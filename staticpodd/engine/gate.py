@@ -1,0 +1,255 @@
+"""The validation gate and the pod-identity checks: what decides whether bytes may enter.
+
+:class:`GateCore` runs :func:`staticpodd.validate.gate` with the configured options and caches
+the verdict by digest; reads the pod (namespace/name) bytes define, cached too; and refuses
+what would make the kubelet run something else than the operator meant: a second file
+defining the same pod (KUBELET.md "Duplicate names across files"), new bytes that turn a
+component into another pod (KUBELET.md "Identity and restarts"), a live file for a pod that is
+parked under another component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import Conflict, InvalidManifest
+from ..journal import WARNING, Event
+from ..layout import component_of
+from ..store import Observed, digest_of
+from ..termsafe import printable_name
+from .core import EngineCore
+from .fsfacts import _sig_text, _stat_sig
+from .model import _q
+
+
+class GateCore(EngineCore):
+    """The gate, the verdict and identity caches, and the identity and duplicate refusals."""
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def validate_options(self) -> Any:
+        """``staticpodd.validate.Options`` built from the configuration."""
+        from ..validate import Options
+
+        kw: dict[str, Any] = {}
+        cfg = self.config
+        if cfg is not None:
+            for src, dst in (
+                ("kubernetes_version", "kubernetes_version"),
+                ("max_manifest_bytes", "max_bytes"),
+                ("node_name", "node_name"),
+            ):
+                value = getattr(cfg, src, None)
+                if value is not None:
+                    kw[dst] = value
+            cap = getattr(cfg, "node_capacity", None)
+            if cap is not None:
+                from ..validate.quantity import cpu_millis, memory_bytes, parse_quantity
+
+                for src, dst, conv in (("cpu", "cpu_capacity_millis", cpu_millis),
+                                       ("memory", "memory_capacity_bytes", memory_bytes)):
+                    raw = cap.get(src) if isinstance(cap, dict) else getattr(cap, src, None)
+                    q = parse_quantity(raw) if raw is not None else None
+                    if q is not None:
+                        kw[dst] = conv(q)
+        return Options(**kw)
+
+    def gate(self, data: bytes, display_path: str, *, component: str | None = None) -> tuple[Any, list[Any]]:
+        """Run the validation gate (``staticpodd.validate.gate``) and cache the verdict.
+
+        Returns ``(manifest, warnings)``. Raises InvalidManifest (nothing changed), after logging
+        REFUSED_INVALID.
+        """
+        from ..resources import validator_id
+        from ..validate import gate
+
+        digest = digest_of(data)
+        try:
+            manifest, warnings = gate(data, display_path, self.validate_options())
+        except InvalidManifest as exc:
+            self.store.set_verdict(digest, validator_id(), False)
+            # counted in staticpodd_refused_applies_total (metrics.store_counters)
+            self.store.record_event("refused-invalid", component=component, file_name=None, actor=self.actor.name,
+                                    details={"digest": digest, "code": exc.findings[0].code if exc.findings else None})
+            first = exc.findings[0] if exc.findings else None
+            where = f" at line {exc.line}" if exc.line else ""
+            what = f" ({first.code}{', ' + exc.field if exc.field else ''})" if first else ""
+            from ..validate import kubelet_refuses  # two levels: say when only staticpodd refuses it
+
+            ours = "" if kubelet_refuses(exc.findings) else " by staticpodd's own rules (the kubelet would run it)"
+            self._log(  # codes, lines and field paths only: messages may quote values from the manifest
+                Event.REFUSED_INVALID,
+                f"refused {display_path}: not a valid static pod manifest{where}{what}{ours}",
+                priority=WARNING,
+                component=component,
+                digest=digest,
+                file=display_path,
+                line=exc.line,
+                field_path=exc.field,
+                code=exc.findings[0].code if exc.findings else None,
+            )
+            raise
+        self.store.set_verdict(digest, validator_id(), True)
+        self.store.set_identity(digest, (manifest.namespace, manifest.name))
+        return manifest, warnings
+
+    def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
+        from ..validate import gate
+
+        return gate(data, source, self.validate_options())
+
+    def _verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
+        from ..validate import has_errors, validate_bytes
+
+        findings = validate_bytes(data, path, self.validate_options())
+        return (not has_errors(findings)), findings
+
+    def pod_identity(self, data: bytes) -> tuple[str, str] | None:
+        """``(namespace, name)`` of the pod these bytes define, None when not a readable Pod.
+
+        Cached by digest in the store, so steady-state park/unpark never parse YAML for it. The
+        cache is written only under the lock (read-only verbs such as ``apply --check`` write
+        nothing).
+        """
+        digest = digest_of(data)
+        have_store = self.layout.db_path.exists()
+        cached = self.store.identity(digest) if have_store else None
+        if cached is not None:
+            ns, name = cached
+            return (ns, name) if ns is not None and name is not None else None
+        from ..manifest import pod_identity
+
+        ident = pod_identity(data)
+        if self._lock.held:
+            self.store.set_identity(digest, ident)
+        return ident
+
+    def memo(self, kind: str, data: bytes, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for these bytes, memoised in the store by (digest, kind, release).
+
+        For facts that depend only on the bytes and on this release's code (a JSON value).
+        Without a store yet, it just computes.
+        """
+        if not self.layout.db_path.exists():
+            return compute()
+        from .. import __version__
+
+        digest, key = digest_of(data), f"{kind}@{__version__}"
+        found, value = self.store.fact(digest, key)
+        if not found:
+            value = compute()
+            self.store.set_fact(digest, key, value)
+        return value
+
+    # -- which files define a pod ---------------------------------------------------------------
+
+    def files_defining(self, ident: tuple[str, str], *, besides: str) -> list[str]:
+        """Live files other than ``besides`` that define pod ``ident`` = (namespace, name), in the
+        kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
+        names across files")."""
+        out = []
+        known: dict[str, Observed] = {}
+        sigs: dict[str, str] = {}
+        if self.layout.db_path.exists():
+            known, sigs = self.store.observed(), self.store.sigs()
+        for other in self.live_names():
+            if other == besides:
+                continue
+            key = f"live/{other}"
+            obs, sig = known.get(key), sigs.get(key)
+            if obs is not None and sig is not None and (now := _stat_sig(self._path("live", other))) is not None \
+                    and _sig_text(now) == sig:
+                cached = self.store.identity(obs.digest)  # unchanged since read: its recorded bytes
+                if cached is not None:
+                    if (cached if cached[0] is not None else None) == ident:
+                        out.append(other)
+                    continue
+            st = self._state_at("live", other)
+            if st is not None and self.pod_identity(st.data) == ident:
+                out.append(other)
+        mdir = str(self.layout.manifest_dir)
+        for odd in sorted(self.untrackable):  # the kubelet reads these too; shown with \xNN escapes
+            path = Path(odd)
+            if str(path.parent) != mdir or not path.is_file():
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if self.pod_identity(data) == ident:
+                out.append(printable_name(path.name))
+        return out
+
+    def _is_untrackable_display(self, shown: str) -> bool:
+        """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""
+        return any(printable_name(Path(u).name) == shown for u in self.untrackable)
+
+    def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
+        """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
+        names across files": the lexically last file wins, the other never takes effect)."""
+        others = self.files_defining((namespace, name), besides=file_name)
+        if others:
+            winner = sorted(others + [file_name])[-1]
+            raise Conflict(
+                f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
+                f"the kubelet runs only the lexically last file ({winner})",
+                path=str(self.layout.manifest_dir / others[0]),
+                hint=(f"move {others[0]} out of the directory (its name is not UTF-8, so staticpodctl cannot "
+                      "park it)" if self._is_untrackable_display(others[0]) else
+                      f"park the other file first: staticpodctl park {_q(others[0])}"
+                      + ("" if component_of(others[0]) == others[0] else " --force")),
+            )
+
+    def _current_identity(self, comp: str, cur: bytes | None) -> tuple[str, str] | None:
+        """The pod ``comp`` stands for: its current file's, or when that does not parse (or is
+        gone) its newest recorded version's that does. None for a component never recorded."""
+        ident = self.pod_identity(cur) if cur is not None else None
+        if ident is not None or not self.layout.db_path.exists():
+            return ident
+        seen: set[str] = set()
+        for v in reversed(self.store.history(comp)):
+            if v.digest in seen:
+                continue
+            seen.add(v.digest)
+            ident = self.pod_identity(self.store.data(v.digest))
+            if ident is not None:
+                return ident
+        return None
+
+    def _check_identity_kept(self, comp: str, fn: str, cur: bytes | None, namespace: str, name: str,
+                             action: str) -> None:
+        """Refuse bytes that turn ``comp`` into another pod (see :meth:`apply`)."""
+        old = self._current_identity(comp, cur)
+        if old is None or old == (namespace, name):
+            return
+        hint = "if that is what you mean, add --rename"
+        if action == "apply" and name != comp:
+            hint += f"; to add {name} as a pod of its own, apply it under its own name (--as {name})"
+        raise Conflict(
+            f"{comp} is pod {old[0]}/{old[1]}; the new manifest defines pod {namespace}/{name}: the kubelet "
+            f"would stop {old[0]}/{old[1]} and start {namespace}/{name} in its place",
+            path=str(self.layout.manifest_dir / fn),
+            hint=hint,
+        )
+
+    def _check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
+        """Refuse a live file whose pod is parked under another component (see :meth:`apply`).
+        Not when ``cur`` (the component's current bytes) already runs that pod, nor for a parked
+        leftover (``kube-scheduler.yaml.bak``, parked to remove a duplicate)."""
+        if cur is not None and self.pod_identity(cur) == (namespace, name):
+            return
+        for other in self.parked_names():
+            other_comp = self.component_for(other)
+            if other_comp == comp or component_of(other) == other:
+                continue
+            st = self._state_at("parked", other)
+            if st is not None and self.pod_identity(st.data) == (namespace, name):
+                raise Conflict(
+                    f"pod {namespace}/{name} is parked (component {other_comp}); a live file of component {comp} "
+                    "defining it would start it again behind the park",
+                    path=str(self._path("parked", other)),
+                    hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
+                    f"to start it: staticpodctl unpark {_q(other_comp)}",
+                )

@@ -1,0 +1,361 @@
+"""Parking: ``park``, ``unpark``, ``discard_park``, and what ``doctor`` asks about parks.
+
+:class:`ParkVerbs` moves a component's file between ``<manifests>/`` and
+``<manifests>/.staticpodd/parked/`` by one rename on the same mount (atomic; the file path is
+part of the pod UID, so it is kept), never over another file, after recording the intent;
+then records the ``park``/``unpark`` version and the park record. Also the park's odd ends:
+a parked copy gone missing, a parked copy copied (not moved) back by hand, a parked pod that
+another live file still runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import fsops
+from ..errors import AlreadyParked, Conflict, FsError, LiveFileExists, NotParked, UsageError
+from ..journal import NOTICE, Event
+from ..layout import component_of
+from ..store import digest_of, iso
+from .model import Result, _human_duration, _q
+from .swap import SwapVerbs
+
+
+class ParkVerbs(SwapVerbs):
+    """``park``, ``unpark``, ``discard_park`` and ``parks_bypassed``."""
+
+    # -- park / unpark -----------------------------------------------------------------------------
+
+    def park(self, name: str, *, until: float | None = None, reason: str | None = None,
+             force: bool = False) -> Result:
+        """Take a component out of the kubelet's directory, keeping its manifest.
+
+        Renames ``<manifests>/<file>`` to ``<manifests>/.staticpodd/parked/<file>`` on the same
+        mount (atomic), fsyncs both directories, records drift first, then a ``park`` version and
+        the park record (who, when, why, ``until`` epoch deadline or None). The kubelet stops the
+        pod at its next relist (KUBELET.md "When the kubelet looks").
+        When other live files define the same pod (KUBELET.md "Duplicate names across files"),
+        parking one of them does not stop the pod: that is refused, unless ``fn`` is itself a
+        leftover (no manifest suffix: ``kube-scheduler.yaml.bak``), where parking it is exactly
+        how the duplicate goes away, or ``force`` says the operator means it. The result then
+        says which file the pod keeps running from.
+        Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
+        """
+        with self.nothing_changed_on_error(), self.locked():
+            fsops.ensure_private_dirs(self.layout)
+            target = self.resolve(name, allow_recorded=False)
+            self._scan_before_change(target.file_name)
+            target = self.resolve(target.file_name, allow_recorded=False)
+            comp, fn = target.component, target.file_name
+            if not target.live:
+                rec = self.store.park_of(comp)
+                detail = ""
+                if rec:
+                    detail = f" since {iso(rec.parked_at)} by {rec.actor}" + (
+                        f" until {iso(rec.until)}" if rec.until else ""
+                    ) + (f" ({rec.reason})" if rec.reason else "")
+                raise AlreadyParked(f"{comp} is already parked{detail}",
+                                    hint=f"bring it back with: staticpodctl unpark {_q(comp)}")
+            replaced_note = ""
+            if target.parked:
+                old = self._state_at("parked", fn)
+                if old is not None and self.store.knows_digest(comp, digest_of(old.data)):
+                    fsops.remove(self._path("parked", fn))
+                    self.store.clear_observed(f"parked/{fn}")
+                    self.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
+                                            actor=self.actor.name, details={"digest": digest_of(old.data)})
+                    replaced_note = (f"; the older parked copy ({digest_of(old.data)[:12]}) was replaced "
+                                     f"(its bytes stay in history: staticpodctl history {_q(comp)})")
+                else:
+                    raise Conflict(
+                        f"a parked copy of {fn} exists that is not recorded",
+                        path=str(self._path("parked", fn)),
+                        hint="move it away by hand (it is your only copy), then park again",
+                    )
+            st = self._state_at("live", fn)
+            assert st is not None
+            if st.is_symlink:
+                raise Conflict(
+                    f"{fn} is a symlink (to {os.readlink(self._path('live', fn))}); parking would move the link, "
+                    "not the manifest, and a relative link would dangle while parked",
+                    path=str(self._path("live", fn)),
+                    hint="replace the link with a regular file (cp --remove-destination TARGET LINK), then park",
+                )
+            ident = self.pod_identity(st.data)
+            twins = self.files_defining(ident, besides=fn) if ident is not None else []
+            twins_note = ""
+            if twins and ident is not None:
+                twins_note = self._twins_note(comp, fn, ident, twins, until=until, force=force)
+            digest = digest_of(st.data)
+            self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
+            payload = self._intent_base(fn, reason)
+            payload.update(digest=digest, until=until)
+            intent = self.store.begin_intent("park", comp, payload)
+            fsops.crashpoint("park:intent")
+            self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn), comp=comp,
+                                expect_digest=digest, action="park")
+            fsops.crashpoint("park:renamed")
+            pst = self._state_at("parked", fn)
+            assert pst is not None
+            with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.after_intent():
+                version, rec = self._record_park(comp, fn, pst, payload)
+                self.store.end_intent(intent)
+            self._log(
+                Event.PARKED,
+                f"{comp}: parked {fn}" + (f" until {iso(until)}" if until else "") + (f" ({reason})" if reason else ""),
+                priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest,
+                reason=reason, until=iso(until) if until else None,
+            )
+            self._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
+                        digest=digest)
+            res = Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}", location="parked",
+                         version=version, digest=digest, park=rec)
+            if twins:
+                res.extra["keeps_running_from"] = twins[-1]
+            return res
+
+    def unpark(self, name: str, *, reason: str | None = None) -> Result:
+        """Put a parked component back at the same path, byte-identical, never over a live file.
+
+        The parked bytes go through the gate (a cached verdict for the same bytes is reused).
+        Raises NotParked, LiveFileExists (a live file appeared meanwhile: nothing changed),
+        InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
+        """
+        with self.nothing_changed_on_error(), self.locked():
+            recovered_note = ""
+            try:
+                target = self.resolve(name, allow_recorded=False)
+            except Conflict:
+                missing = self._park_with_missing_copy(name)
+                if missing is None:
+                    raise
+                # the parked copy is gone but the park stands: put its newest version back as the
+                # parked copy (validated, recorded, atomic), then unpark it as usual
+                back = self.rollback(missing, reason=reason or "unpark: the parked copy was gone")
+                seq = back.version.seq if back.version is not None else "?"
+                recovered_note = f" (its parked copy was gone: version {seq} put back from history)"
+                target = self.resolve(name, allow_recorded=False)
+            found = self._scan_before_change(target.file_name)
+            target = self.resolve(target.file_name, allow_recorded=False)
+            comp, fn = target.component, target.file_name
+            if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
+                return Result("unpark", comp, fn, False,
+                              f"{comp}: {fn} was already moved back by hand; its park record is now closed",
+                              location="live")
+            if target.live and any(c.kind == "parked-copy-removed" and c.file_name == fn for c in found):
+                return Result("unpark", comp, fn, False,
+                              f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is "
+                              "now closed", location="live")
+            if not target.parked:
+                raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
+            if target.live:
+                live = self._state_at("live", fn)
+                parked_st = self._state_at("parked", fn)
+                if live is not None and parked_st is not None and live.data == parked_st.data:
+                    return self._close_park_copied_back(comp, fn, live, reason)
+                raise self._live_again(comp, fn, live)
+            pst = self._state_at("parked", fn)
+            assert pst is not None
+            digest = digest_of(pst.data)
+            from ..resources import validator_id
+
+            if self.store.verdict(digest, validator_id()) is not True:
+                manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
+                self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+                self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name, None)
+            else:  # these exact bytes passed this exact validator before
+                ident = self.pod_identity(pst.data)
+                if ident:
+                    self._check_no_duplicate(fn, *ident)
+                    self._check_not_parked_elsewhere(comp, *ident, None)
+            self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest)
+            payload = self._intent_base(fn, reason)
+            payload.update(digest=digest)
+            intent = self.store.begin_intent("unpark", comp, payload)
+            fsops.crashpoint("unpark:intent")
+            self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn), comp=comp,
+                                expect_digest=digest, action="unpark")
+            fsops.crashpoint("unpark:renamed")
+            st = self._state_at("live", fn)
+            assert st is not None
+            rec = self.store.park_of(comp)
+            with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.after_intent():
+                version = self._record_unpark(comp, fn, st, payload)
+                self.store.end_intent(intent)
+            parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""
+            self._log(
+                Event.UNPARKED, f"{comp}: unparked {fn}{parked_for}" + (f" ({reason})" if reason else ""),
+                priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest, reason=reason,
+            )
+            self._hooks("post", "unpark", component=comp, file_name=fn, reason=reason, version=version.seq,
+                        digest=digest)
+            return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}{recovered_note}",
+                          location="live", version=version, digest=digest, park=rec)
+
+    def discard_park(self, name: str, *, reason: str | None = None) -> Result:
+        """End a park without starting anything: delete the parked copy (its bytes are recorded:
+        recorded first if they were not) and close the park. For a parked leftover (a
+        ``.bak``), or a component the operator retires. Raises NotParked, UnknownComponent,
+        LockTimeout, FsError."""
+        with self.nothing_changed_on_error(), self.locked():
+            missing = self._park_with_missing_copy(name)
+            if missing is not None:
+                comp, fn = missing, self.store.park_of(missing).file_name  # type: ignore[union-attr]
+            else:
+                target = self.resolve(name, allow_recorded=False)
+                found = self._scan_before_change(target.file_name)  # the parked copy's bytes are in history now
+                target = self.resolve(target.file_name, allow_recorded=False)
+                comp, fn = target.component, target.file_name
+                if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
+                    return Result("unpark", comp, fn, False,
+                                  f"{comp}: {fn} was already moved back by hand; its park record is now closed "
+                                  "(nothing to discard)", location="live")
+                if not target.parked or self.store.park_of(comp) is None:
+                    raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
+            rec = self.store.park_of(comp)
+            parked_st = self._state_at("parked", fn)
+            parked_digest = digest_of(parked_st.data) if parked_st is not None else None
+            parked_version = next((v for v in reversed(self.store.history(comp)) if v.digest == parked_digest), None)
+            live_too = self._path("live", fn).exists()
+            fsops.remove(self._path("parked", fn))
+            with self._after_rename(f"the parked copy of {fn} is deleted (its bytes are in history)",
+                                    then="the park stands until it is closed; run the discard again"), \
+                    self.store.transaction():
+                if parked_st is not None:  # a history row: the park's end, with the bytes it ended with
+                    parked_version = self.store.record(
+                        comp, fn, parked_st.data, action="discard", actor=self.actor.name,
+                        actor_via=self.actor.via, reason=reason, mode=parked_st.mode, uid=parked_st.uid,
+                        gid=parked_st.gid, location="parked")
+                self.store.clear_park(comp)
+                self.store.clear_observed(f"parked/{fn}")
+                self.store.record_event("discarded", component=comp, file_name=fn, actor=self.actor.name,
+                                        details={"reason": reason, "digest": rec.digest if rec else None})
+            head = self.store.head(comp)
+            seq = parked_version.seq if parked_version is not None else None
+            msg = (f"{comp}: park ended; the parked copy of {fn} is deleted"
+                   + (f" (its bytes stay in history as version {seq})" if seq else "")
+                   + ("; the live file stays and the kubelet runs it" if live_too else
+                      "; nothing was started"))
+            self._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=seq,
+                      reason=reason, action="discard")
+            return Result("unpark", comp, fn, True, msg, location=None, version=head, park=rec)
+
+    def parks_bypassed(self) -> list[tuple[str, str]]:
+        """``(component, live file)`` for every parked component whose pod another live file
+        defines: the kubelet runs it although it is parked (KUBELET.md "Duplicate names across
+        files"). Read-only; for ``doctor``."""
+        if not self.layout.db_path.exists():
+            return []
+        out = []
+        for rec in self.store.parks():
+            st = self._state_at("parked", rec.file_name)
+            ident = self.pod_identity(st.data) if st is not None else None
+            if ident is None:
+                continue
+            for other in self.files_defining(ident, besides=rec.file_name):
+                out.append((rec.component, other))
+        return out
+
+    # -- park helpers ------------------------------------------------------------------------------
+
+    def _twins_note(self, comp: str, fn: str, ident: tuple[str, str], twins: list[str], *,
+                    until: float | None, force: bool) -> str:
+        """Parking ``fn`` while ``twins`` (other live files) define the same pod ``ident``: refused
+        (Conflict) unless ``fn`` is a leftover or ``force``; a deadline is refused (UsageError), as
+        the pod keeps running. Returns the note for the result (see :meth:`park`)."""
+        leftover = component_of(fn) == fn
+        if not (leftover or force):
+            stray_twins = [t for t in twins if component_of(t) == t]
+            odd = [t for t in twins if self._is_untrackable_display(t)]
+            hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
+                    f"staticpodctl cannot park it), then park {comp}" if odd else
+                    f"park the leftover first (staticpodctl park {_q(stray_twins[0])}), then park {comp}"
+                    if stray_twins else
+                    f"park or move the other file(s) first, or park only {fn} with --force "
+                    "(the pod keeps running from the other file)")
+            raise Conflict(
+                f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
+                f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
+                path=str(self._path("live", twins[-1])),
+                hint=hint,
+            )
+        if until is not None:
+            raise UsageError(
+                f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
+                "so a deadline to start it again means nothing",
+                hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
+            )
+        return f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
+
+    def _live_again(self, comp: str, fn: str, live: Any) -> LiveFileExists:
+        """The refusal of an unpark whose live file is back and differs from the parked copy
+        (``live``: its state, or None when it went again)."""
+        when = ""
+        if live is not None:
+            when = time.strftime(" (modified %Y-%m-%dT%H:%M:%SZ)",
+                                 time.gmtime(os.stat(self._path("live", fn)).st_mtime))
+        return LiveFileExists(
+            f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
+            path=str(self._path("live", fn)),
+            hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
+            f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
+            "copy win, move the live file out of the directory first, then unpark",
+        )
+
+    def _park_with_missing_copy(self, name: str) -> str | None:
+        """The component ``name`` (or file name) when it is parked and its parked copy and live
+        file are both gone; None otherwise."""
+        if not self.layout.db_path.exists():
+            return None
+        head = self.store.head(name) or self.store.head(component_of(name))
+        if head is None or self.store.park_of(head.component) is None:
+            return None
+        if self._path("parked", head.file_name).exists() or self._path("live", head.file_name).exists():
+            return None
+        return head.component
+
+    def _close_park_copied_back(self, comp: str, fn: str, live: Any, reason: str | None) -> Result:
+        """The parked copy was copied (not moved) back by hand: the live file is byte-identical
+        and the kubelet already runs it. Delete the redundant parked copy (its bytes are recorded)
+        and close the park. A crash between the two leaves the parked copy's removal for the next
+        scan, which closes the park the same way."""
+        parked_path = self._path("parked", fn)
+        fsops.remove(parked_path)
+        rec = self.store.park_of(comp)
+        payload = self._intent_base(fn, reason)
+        with self.store.transaction():
+            self.store.clear_observed(f"parked/{fn}")
+            version = self._record_unpark(comp, fn, live, payload)
+        msg = f"{comp}: {fn} was already copied back by hand (identical bytes); removed the parked copy, park closed"
+        self._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=version.seq,
+                  digest=version.digest, reason=reason)
+        return Result("unpark", comp, fn, True, msg, location="live", version=version, digest=version.digest,
+                      park=rec)
+
+    def _moved_or_undo(self, intent: int, src: Path, dst: Path, *, comp: str | None = None,
+                       expect_digest: str | None = None, action: str = "park") -> None:
+        """Rename src -> dst (never replacing); when the rename fails, nothing moved: drop the
+        intent so no interrupted operation is left behind, and say nothing was changed.
+
+        ``expect_digest``: the bytes judged at ``src`` (validated for unpark, hooked for park);
+        read again right before the rename, and when they changed the other write is recorded
+        and ChangedMeanwhile raised, nothing moved."""
+        if expect_digest is not None and comp is not None:
+            try:
+                now = fsops.read_state(src)
+            except FsError:
+                now = None
+            if now is None or digest_of(now.data) != expect_digest:
+                self.store.end_intent(intent)
+                loc = "parked" if src.parent == self.layout.parked_dir else "live"
+                raise self._changed_meanwhile(comp, src.name, loc, action, expect_digest, expect_digest, now)
+        try:
+            fsops.move_noreplace(src, dst)
+        except (FsError, LiveFileExists) as exc:
+            if src.exists() and not (dst.exists() and os.path.samefile(src, dst)):
+                self.store.end_intent(intent)
+                exc.message += "; nothing was changed"
+            raise

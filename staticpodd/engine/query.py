@@ -1,0 +1,137 @@
+"""The read-only verbs: ``history``, ``show``, ``diff`` and ``status``.
+
+:class:`QueryVerbs` reads the store and the directory and changes nothing: no lock, no
+writes (``status`` runs even with a broken or busy daemon, and on a node with no store yet).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import FsError, UnknownComponent
+from ..layout import component_of
+from ..store import Version, digest_of
+from ..termsafe import printable_name
+from .core import EngineCore
+from .fsfacts import _is_tool_tempfile, pid_alive
+from .model import split_at, unified_diff
+
+
+class QueryVerbs(EngineCore):
+    """``history``, ``show``, ``diff`` and ``status``."""
+
+    # -- read-only verbs ---------------------------------------------------------------------------
+
+    def history(self, name: str, *, limit: int | None = None) -> tuple[str, list[Version]]:
+        """``(component, versions oldest first)``. Raises UnknownComponent."""
+        target = self.resolve(name)
+        versions = self.store.history(target.component, limit=limit) if self.layout.db_path.exists() else []
+        return target.component, versions
+
+    def show(self, spec: str) -> tuple[Version | None, bytes, str]:
+        """Bytes of ``component@seq`` (or the current file for a bare name): ``(version, bytes, label)``.
+
+        Raises UnknownComponent, UnknownVersion, UsageError.
+        """
+        comp_name, seq = split_at(spec)
+        if seq is None:
+            target, data, loc = self.current_bytes(comp_name)
+            head = self.store.head(target.component) if self.layout.db_path.exists() else None
+            v = head if head is not None and head.digest == digest_of(data) else None
+            return v, data, f"{target.file_name} ({loc})"
+        target = self.resolve(comp_name)
+        v = self.store.get(target.component, seq)
+        return v, self.store.data(v.digest), f"{target.component}@{seq}"
+
+    def diff(self, name: str, a: int | None = None, b: int | None = None) -> str:
+        """Unified diff between versions ``a`` and ``b`` (``b`` None: the current file; both None:
+        the newest version against the current file, which shows drift). Raises UnknownVersion."""
+        target = self.resolve(name)
+        comp = target.component
+        if a is None:
+            head = self.store.head(comp)
+            if head is None:
+                raise UnknownComponent(f"{comp} has no recorded version", hint="nothing to compare with yet")
+            a = head.seq
+        va = self.store.get(comp, a)
+        da = self.store.data(va.digest)
+        if b is None:
+            try:
+                _, db, loc = self.current_bytes(comp)
+                label_b = f"{target.file_name} ({loc})"
+            except UnknownComponent:
+                db, label_b = None, "(no file)"
+        else:
+            vb = self.store.get(comp, b)
+            db = self.store.data(vb.digest)
+            label_b = f"{comp}@{b}"
+        return unified_diff(da, db, f"{comp}@{a}", label_b)
+
+    def status(self) -> dict[str, Any]:
+        """Every component with its state (``live``, ``parked``, ``missing`` = parked copy gone,
+        ``removed`` = recorded but no longer in the directory), newest version, digest
+        of its current bytes, drift, park record, plus interrupted operations. Read-only: takes no
+        lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
+        """
+        self.check_manifest_dir()
+        have_store = self.layout.db_path.exists()
+        store = self.store if have_store else None
+        live = self.live_names()
+        parked = self.parked_names()
+        rows: dict[str, dict[str, Any]] = {}
+        parks = {p.component: p for p in store.parks()} if store else {}
+        for loc, pool in (("live", live), ("parked", parked)):
+            for fn in pool:
+                comp = self.component_for(fn)
+                if comp in rows and rows[comp]["state"] == "live":
+                    continue
+                try:
+                    st = self._state_at(loc, fn)
+                except FsError:
+                    st = None
+                digest = digest_of(st.data) if st else None
+                head = store.head(comp) if store else None
+                rows[comp] = {
+                    "component": comp,
+                    "file_name": fn,
+                    "state": loc,
+                    "version": head.seq if head else None,
+                    "digest": digest,
+                    "drift": head is None or head.digest != digest,
+                    "mode": f"{st.mode:04o}" if st else None,
+                    "stray": component_of(fn) == fn,
+                    "parked": parks[comp].to_dict() if comp in parks else None,
+                }
+                if loc == "live" and comp in parks:
+                    if fn in parked:  # both copies: someone wrote it back while parked
+                        rows[comp]["park_broken"] = True
+                    else:  # the parked copy was moved back by hand: effectively unparked
+                        rows[comp]["unparked_by_hand"] = True
+        if store is not None:
+            for comp in store.components():
+                if comp in rows or comp in parks:
+                    continue
+                last = store.events(comp, limit=1)
+                if last and last[-1]["kind"] == "quarantined":
+                    continue  # a stray the daemon moved out on purpose
+                head = store.head(comp)
+                assert head is not None
+                if _is_tool_tempfile(head.file_name):
+                    continue  # a sed/salt/puppet temp file that was renamed into place: not a component
+                rows[comp] = {"component": comp, "file_name": head.file_name, "state": "removed",
+                              "version": head.seq, "digest": None, "drift": False, "mode": None,
+                              "stray": component_of(head.file_name) == head.file_name, "parked": None}
+        for comp, p in parks.items():
+            if comp not in rows:
+                head = store.head(comp) if store else None
+                rows[comp] = {"component": comp, "file_name": p.file_name, "state": "missing",
+                              "version": head.seq if head else None, "digest": None, "drift": True,
+                              "mode": None, "stray": False, "parked": p.to_dict()}
+        return {
+            "manifest_dir": str(self.layout.manifest_dir),
+            "components": [rows[k] for k in sorted(rows)],
+            # files the kubelet reads but staticpodd cannot track (names not valid UTF-8)
+            "untrackable": sorted(printable_name(n) for n in self.untrackable),
+            # intents whose process is gone: a live pid is an operation still under way
+            "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
+        }

@@ -1,0 +1,156 @@
+"""Interrupted operations: the intents recorded before a rename, and finishing or undoing them.
+
+Every changing verb commits an intent to the store before its first rename; :class:`RecoverVerbs`
+holds ``recover`` (run on the engine's first lock acquisition, by the daemon's start and by
+``staticpodctl recover``), which finishes an operation whose rename happened and undoes one
+whose rename did not, and the recording helpers both the verbs and ``recover`` use, each
+inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .. import fsops
+from ..errors import StoreError
+from ..journal import NOTICE, Event
+from ..store import ParkRecord, Version, digest_of
+from .core import EngineCore
+
+#: The hint of a change that reached the kubelet but could not be recorded (see
+#: :meth:`RecoverVerbs._after_rename`): the committed intent records it later.
+RECORD_LATER_HINT = ("nothing is lost: once the store can be written again, run: "
+                     "staticpodctl recover (the next staticpodctl or staticpodd start does it "
+                     "too); it records this change from the interrupted operation")
+
+
+class RecoverVerbs(EngineCore):
+    """``recover`` and the intent and recording helpers."""
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def recover(self) -> list[dict[str, Any]]:
+        """Finish or undo operations interrupted by a crash, then sweep stale staging files.
+
+        Runs under the lock (``locked()`` calls it). For each recorded intent: when the rename
+        happened, the result is recorded (finished); otherwise its staging file is removed and the
+        directory is left as it was (undone). Returns one dict per intent:
+        ``{"op", "component", "file_name", "outcome": "finished"|"undone"}``.
+        """
+        if not self.layout.db_path.exists():
+            fsops.sweep_staging(self.layout, keep=set())
+            return []
+        out: list[dict[str, Any]] = []
+        for intent in self.store.intents():
+            p = intent.payload
+            fn = p["file_name"]
+            outcome = "undone"
+            if intent.op == "swap":
+                dst_loc = p["location"]
+                cur = self._state_at(dst_loc, fn)
+                if cur is not None and digest_of(cur.data) == p["new_digest"]:
+                    with self.store.transaction():
+                        self._record_swap(intent.component, fn, dst_loc, cur.data, cur, p)
+                        self.store.end_intent(intent.id)
+                    outcome = "finished"
+                else:
+                    fsops.remove(Path(p["staged"]))
+                    self.store.end_intent(intent.id)
+            elif intent.op in ("park", "unpark"):
+                src_loc, dst_loc = ("live", "parked") if intent.op == "park" else ("parked", "live")
+                src = self._state_at(src_loc, fn)
+                dst = self._state_at(dst_loc, fn)
+                if src is not None and dst is not None and src.ino == dst.ino:
+                    # link() done, unlink() not: for park undo (drop the parked link), for unpark
+                    # finish (the kubelet may already run the live file).
+                    if intent.op == "park":
+                        fsops.remove(self._path(dst_loc, fn))
+                        dst = None
+                    else:
+                        fsops.remove(self._path(src_loc, fn))
+                        src = None
+                if dst is not None and src is None and digest_of(dst.data) == p["digest"]:
+                    with self.store.transaction():
+                        if intent.op == "park":
+                            self._record_park(intent.component, fn, dst, p)
+                        else:
+                            self._record_unpark(intent.component, fn, dst, p)
+                        self.store.end_intent(intent.id)
+                    outcome = "finished"
+                else:
+                    self.store.end_intent(intent.id)
+            else:
+                self.store.end_intent(intent.id)
+            out.append({"op": intent.op, "component": intent.component, "file_name": fn, "outcome": outcome})
+            self._log(
+                Event.RECOVERED,
+                f"interrupted {intent.op} of {fn} (pid {intent.pid}) {outcome}",
+                priority=NOTICE, component=intent.component, file_name=fn, op=intent.op, outcome=outcome,
+            )
+        swept = fsops.sweep_staging(self.layout, keep=set()) if self.layout.staging_dir.is_dir() else []
+        if swept:
+            self._log(
+                Event.STAGING_SWEPT, f"removed {len(swept)} stale staging file(s)", priority=NOTICE,
+                count=len(swept),
+            )
+        self.last_recovery = out
+        return out
+
+    # -- recording helpers (each runs inside the caller's transaction) ----------------------------
+
+    def _record_swap(self, comp: str, fn: str, loc: str, data: bytes, st: Any, p: dict[str, Any]) -> Version:
+        v = self.store.record(
+            comp, fn, data, action=p["action"], actor=p["actor"], actor_via=p.get("actor_via"),
+            reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
+        )
+        self._set_observed(comp, fn, loc, v.digest, st)
+        reopen = p.get("reopen_park")
+        if reopen and loc == "parked" and self.store.park_of(comp) is None:
+            # the parked copy had gone missing; the copy is back, so is the park (its deadline too)
+            self.store.set_park(ParkRecord(comp, fn, v.digest, reopen["parked_at"], reopen.get("until"),
+                                           reopen["actor"], reopen.get("actor_via"), reopen.get("reason")))
+        return v
+
+    def _record_park(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> tuple[Version, ParkRecord]:
+        v = self.store.record(
+            comp, fn, st.data, action="park", actor=p["actor"], actor_via=p.get("actor_via"),
+            reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location="parked",
+        )
+        rec = ParkRecord(comp, fn, v.digest, v.created_at, p.get("until"), p["actor"], p.get("actor_via"),
+                         p.get("reason"))
+        self.store.set_park(rec)
+        self.store.clear_observed(f"live/{fn}")
+        self._set_observed(comp, fn, "parked", v.digest, st)
+        return v, rec
+
+    def _record_unpark(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> Version:
+        v = self.store.record(
+            comp, fn, st.data, action="unpark", actor=p["actor"], actor_via=p.get("actor_via"),
+            reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location="live",
+        )
+        self.store.clear_park(comp)
+        self.store.clear_observed(f"parked/{fn}")
+        self._set_observed(comp, fn, "live", v.digest, st)
+        return v
+
+    @contextmanager
+    def _after_rename(self, done: str, *, then: str | None = None) -> Iterator[None]:
+        """Recording after the rename: a store failure here (a full disk at COMMIT) must say that
+        the change already reached the kubelet, and that it will be recorded: the intent was
+        committed before the rename, so :meth:`recover` (run by ``staticpodctl recover`` and by
+        every changing verb and the daemon's start) records it. Raises StoreError with
+        ``details["reached_kubelet"] = True``."""
+        try:
+            yield
+        except StoreError as exc:
+            raise StoreError(
+                f"{done}, but recording it failed: {exc.message}",
+                path=exc.path, hint=(then or RECORD_LATER_HINT),
+                details={"reached_kubelet": True, "recorded": False},
+            ) from exc
+
+    def _intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
+        return {"file_name": fn, "actor": self.actor.name, "actor_via": self.actor.via, "reason": reason}

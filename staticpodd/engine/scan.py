@@ -1,0 +1,305 @@
+"""The drift scan and adoption: recording what someone else wrote, before anything changes.
+
+:class:`ScanVerbs` compares the directory (live files and parked copies) with what was last
+observed and records every difference as the work of ``external``: new bytes become versions,
+removals, moves and mode changes become events; a fresh store adopts what is there. A file
+whose stat signature is unchanged since its bytes were read is not read again. Also here:
+reading a file "settled" (its bytes recorded) before a verb judges it, the refusal for a write
+that landed between judging and renaming, and ``quarantine`` (moving a stray out of sight).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from .. import fsops
+from ..errors import ChangedMeanwhile, FsError, UnknownComponent
+from ..journal import INFO, WARNING, Event
+from ..store import Observed, digest_of
+from ..termsafe import printable_name
+from .fsfacts import _RACY_NS, _sig_text, _stat_sig, wanted_all
+from .gate import GateCore
+from .model import EXTERNAL, Change, _mode_dict, _q
+
+
+class ScanVerbs(GateCore):
+    """``scan`` (drift and adoption), ``quarantine``, and the settled read and changed-meanwhile
+    refusal the changing verbs use."""
+
+    # -- drift / scan ---------------------------------------------------------------------------
+
+    def scan(self, names: Iterable[str] | None = None, *, validate: bool = False, log: bool = True) -> list[Change]:
+        """Compare the directory (live files and parked copies) with the last observed state and
+        record every difference as the work of someone else (actor ``external``).
+
+        ``names``: file names to look at (default: everything). New bytes become versions
+        (action ``external``); removals, moves and mode changes become events. With ``validate``,
+        new live bytes are run through the gate and the verdict is returned in each Change.
+        ``log=False``: do not journal DRIFT_RECORDED (the daemon logs its own EXTERNAL_* entries).
+        Caller must hold the lock (``with engine.locked()``). Returns the changes, in file order.
+        Everything one scan records is one transaction (one commit, however many files changed:
+        adopting a node's directory is linear), and the directory is listed once per scan.
+        """
+        self._listing = None
+        try:
+            if self.store.readonly:
+                return self._scan(names, validate=validate, log=log)
+            with self.store.transaction():
+                return self._scan(names, validate=validate, log=log)
+        finally:
+            self._listing = None
+
+    def _scan(self, names: Iterable[str] | None, *, validate: bool, log: bool) -> list[Change]:
+        store = self.store
+        observed = store.observed()
+        live = self.live_names()
+        parked = self.parked_names()
+        self._listing = live + parked  # component_for's siblings, for the rest of this scan
+        for odd in sorted(self.untrackable - self._untrackable_logged):
+            self._untrackable_logged.add(odd)
+            self._log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
+                      "reads it but its versions cannot be recorded (rename it)", priority=WARNING,
+                      file_name=printable_name(Path(odd).name), kind="name-not-utf8")
+        wanted = None if names is None else set(names)
+        keys: dict[str, tuple[str, str]] = {}
+        # stat signatures of the files whose bytes were read and recorded (a full scan reads no
+        # unchanged file: _stat_sig); the ones this scan reads are stored at its end
+        sigs = store.sigs() if wanted_all(names) else {}
+        read_sigs: list[tuple[str, str, str]] = []
+        for loc, pool in (("live", live), ("parked", parked)):
+            for fn in pool:
+                keys[f"{loc}/{fn}"] = (loc, fn)
+        for key, seen in observed.items():
+            keys.setdefault(key, (seen.location, seen.file_name))
+        # A fresh store adopts what is there: recorded like any other change, logged at info.
+        adopting = not observed and not store.components()
+        changes: list[Change] = []
+        actual: dict[str, fsops.FileState | None] = {}
+        for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
+            if wanted is not None and fn not in wanted:
+                continue
+            sig = _stat_sig(self._path(loc, fn)) if key in observed else None  # taken before any read
+            if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
+                continue  # same stat as when its bytes were last read and recorded: unchanged
+            if self._too_large(key, loc, fn, observed, changes):
+                continue
+            if sig is None:
+                sig = _stat_sig(self._path(loc, fn))
+            try:
+                actual[key] = self._state_at(loc, fn)
+            except FsError:
+                actual[key] = None
+            st_read = actual[key]
+            if sig is not None and st_read is not None and time.time_ns() - sig[-1] > _RACY_NS:
+                read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
+        for key, st in actual.items():
+            loc, fn = keys[key]
+            obs = observed.get(key)
+            # a path seen before keeps the component it was recorded under (no store queries)
+            comp = obs.component if obs is not None else self.component_for(fn)
+            other_loc = "parked" if loc == "live" else "live"
+            other_key = f"{other_loc}/{fn}"
+            if st is not None:
+                digest = digest_of(st.data)
+                if obs is not None and obs.digest == digest:
+                    if (obs.mode, obs.uid, obs.gid) != (st.mode, st.uid, st.gid):
+                        store.record_event(
+                            "mode-changed", component=comp, file_name=fn, actor=EXTERNAL,
+                            details={"location": loc, "before": _mode_dict(obs), "after": _mode_dict(st)},
+                        )
+                        self._set_observed(comp, fn, loc, digest, st)
+                        changes.append(Change(comp, fn, loc, "mode-changed", digest))
+                    continue
+                head = store.head(comp)
+                moved_from = observed.get(other_key)
+                if obs is None and moved_from is not None and moved_from.digest == digest and actual.get(
+                    other_key, "absent"
+                ) is None:
+                    kind = "moved-in" if loc == "live" else "moved-out"
+                elif obs is None:
+                    kind = "created"
+                else:
+                    kind = "modified" if loc == "live" else "parked-copy-edited"
+                park = store.park_of(comp)
+                if loc == "live" and park is not None:
+                    parked_st = actual.get(other_key) if other_key in actual else self._state_at("parked", fn)
+                    if parked_st is not None:
+                        kind = "park-broken"
+                    else:
+                        kind = "unparked-by-hand"
+                        store.clear_park(comp)
+                if adopting:
+                    kind = "adopted"
+                version = None
+                if head is None or head.digest != digest:
+                    version = store.record(
+                        comp, fn, st.data, action="external", actor=EXTERNAL,
+                        reason="first seen (adopted)" if kind == "adopted" else f"found {kind}",
+                        mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
+                    ).seq
+                else:
+                    store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
+                                       details={"location": loc, "digest": digest})
+                self._set_observed(comp, fn, loc, digest, st)
+                ch = Change(comp, fn, loc, kind, digest, version)
+                if validate and loc == "live":
+                    ch.valid, ch.findings = self._verdict(st.data, str(self.layout.manifest_dir / fn), comp)
+                changes.append(ch)
+                if not log:
+                    pass
+                elif adopting:
+                    self._log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
+                              component=comp, file_name=fn, version=version, digest=digest, kind=kind,
+                              location=loc, actor=EXTERNAL)
+                else:
+                    self._log(
+                        Event.DRIFT_RECORDED,
+                        f"{fn}: {kind} by someone else" + (f", recorded as version {version}" if version else ""),
+                        priority=WARNING, component=comp, file_name=fn, version=version, digest=digest,
+                        kind=kind, location=loc, actor=EXTERNAL,
+                    )
+            elif obs is not None:
+                moved = actual.get(other_key)
+                if moved is not None and digest_of(moved.data) == obs.digest:
+                    store.clear_observed(key)
+                    continue  # reported as moved-in/moved-out at the other location
+                # A parked copy removed by hand keeps its park (and deadline): the pod stays stopped,
+                # `unpark` puts the newest version back live, `rollback` as the parked copy.
+                kind = "removed" if loc == "live" else "parked-copy-removed"
+                store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
+                                   details={"location": loc, "digest": obs.digest})
+                store.clear_observed(key)
+                if loc == "parked" and store.park_of(comp) is None:
+                    continue  # no park to stand: e.g. it just ended by a hand write-back (reported above)
+                changes.append(Change(comp, fn, loc, kind, obs.digest))
+                if log:
+                    self._log(
+                        Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
+                        component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
+                    )
+        self._store_sigs(read_sigs)
+        return changes
+
+    def _store_sigs(self, read_sigs: list[tuple[str, str, str]]) -> None:
+        if read_sigs and not self.store.readonly:
+            self.store.set_sigs(read_sigs)
+
+    def _scan_before_change(self, file_name: str) -> list[Change]:
+        """Record drift before a change, of the whole directory (live files and parked copies):
+        without the daemon this is the only moment a hand edit to any manifest gets recorded, so
+        nothing anyone wrote is lost. Only records: a file caught half-written by another writer
+        becomes a version of its own, and its finished bytes the next one. ``file_name`` is the
+        file being changed (kept for the callers' symmetry; it is scanned with the rest)."""
+        del file_name
+        return self.scan(None)
+
+    def _too_large(self, key: str, loc: str, fn: str, observed: dict[str, Observed], changes: list[Change]) -> bool:
+        """A file over the kubelet's 10 MB cap (KUBELET.md "Which files are pods") is never read
+        into the store: it is recorded once as a ``too-large`` event (size only). Returns True
+        when the file was handled so."""
+        try:
+            size = os.stat(self._path(loc, fn)).st_size
+        except OSError:
+            return False
+        if size <= fsops.KUBELET_MAX_BYTES:
+            return False
+        marker = f"too-large:{size}"
+        obs = observed.get(key)
+        if obs is None or obs.digest != marker:
+            comp = self.component_for(fn)
+            self.store.record_event("too-large", component=comp, file_name=fn, actor=EXTERNAL,
+                                    details={"location": loc, "size": size})
+            self.store.set_observed(Observed(comp, fn, loc, marker, None, None, None))
+            changes.append(Change(comp, fn, loc, "too-large", None))
+            self._log(Event.DRIFT_RECORDED, f"{fn}: {size} bytes, over the kubelet's 10 MB limit; not recorded",
+                      priority=WARNING, component=comp, file_name=fn, kind="too-large", size=size, actor=EXTERNAL)
+        return True
+
+    # -- a file that may change under us ----------------------------------------------------------
+
+    def _settled_state(self, comp: str, loc: str, fn: str, action: str) -> fsops.FileState | None:
+        """The file at ``loc``/``fn`` as it is now, with its bytes recorded: the drift scan ran just
+        before, and a write between that scan and this read is scanned (recorded) again, so the
+        digest a changing verb judges, and compares right before its rename, is always one that
+        is in history. Raises ChangedMeanwhile when the file will not hold still (five reads)."""
+        key = f"{loc}/{fn}"
+        for _ in range(5):
+            st = self._state_at(loc, fn)
+            obs = self.store.observed().get(key)
+            if st is None:
+                if obs is None:
+                    return None
+            elif obs is not None and (obs.digest == digest_of(st.data) or obs.digest.startswith("too-large:")):
+                return st
+            elif obs is None and self.store.knows_digest(comp, digest_of(st.data)):
+                return st
+            self.scan([fn])
+        raise ChangedMeanwhile(
+            f"{fn} keeps changing while {action} tries to read it (another writer is at work); nothing was changed",
+            path=str(self._path(loc, fn)), hint=f"wait for the other writer, then run the {action} again")
+
+    def _changed_meanwhile(self, comp: str, fn: str, loc: str, action: str, judged: str | None, refused: str,
+                           now: fsops.FileState | None) -> ChangedMeanwhile:
+        """Record the write that landed between judging and renaming (as drift, actor external)
+        and build the refusal naming both versions."""
+        judged_seq = next((v.seq for v in reversed(self.store.history(comp)) if v.digest == judged), None)
+        self.scan([fn])
+        after = self.store.head(comp)
+        path = str(self._path(loc, fn))
+        moving = action in ("park", "unpark")
+        what = action if moving else f"{action} of {refused[:12]}"
+        tail = "nothing was moved" if moving else "your manifest was not put in place"
+        if now is None:
+            msg = (f"{fn} was removed by someone else while the {what} was running (after it was judged, "
+                   f"before the rename); {'nothing was moved' if moving else 'nothing was put in place'}")
+            hint = f"see: staticpodctl history {_q(comp)}; run the {action} again to put it back"
+            rec = None
+        else:
+            rec = after.seq if after is not None and after.digest != judged else None
+            shown = after.digest if after is not None and rec is not None else digest_of(now.data)
+            msg = (f"{fn} changed while the {what} was running (someone else wrote it after it was judged as "
+                   f"version {judged_seq if judged_seq is not None else '-'}, before the rename): that write is "
+                   f"recorded as version {rec if rec is not None else '?'} ({shown[:12]}); "
+                   f"{tail}")
+            hint = (f"see what changed: staticpodctl diff {_q(comp)} {judged_seq} {rec}; then run the {action} "
+                    "again to replace it" if judged_seq is not None and rec is not None else
+                    f"see: staticpodctl history {_q(comp)}; then run the {action} again")
+        self._log(Event.DRIFT_RECORDED, f"{comp}: {action} refused: {fn} changed after it was judged",
+                  priority=WARNING, component=comp, file_name=fn, version=rec, digest=refused,
+                  previous_digest=judged, kind="changed-meanwhile", action=action)
+        return ChangedMeanwhile(msg, path=path, hint=hint,
+                                details={"judged_version": judged_seq, "recorded_version": rec,
+                                         "refused_digest": refused, "judged_digest": judged})
+
+    # -- quarantine ------------------------------------------------------------------------------
+
+    def quarantine(self, file_name: str, *, reason: str) -> Path:
+        """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
+        (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
+        Raises UnknownComponent when the file is not there, FsError."""
+        with self.nothing_changed_on_error(), self.locked():
+            fsops.ensure_private_dirs(self.layout)
+            src = self._path("live", file_name)
+            if not src.is_file():
+                raise UnknownComponent(f"no file {file_name!r} in {self.layout.manifest_dir}")
+            self.scan([file_name])
+            st = self._state_at("live", file_name)
+            assert st is not None
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            dst = self.layout.quarantine_dir / f"{file_name}.{stamp}"
+            n = 1
+            while dst.exists():
+                n += 1
+                dst = self.layout.quarantine_dir / f"{file_name}.{stamp}.{n}"
+            fsops.move_noreplace(src, dst)
+            comp = self.component_for(file_name)
+            self.store.clear_observed(f"live/{file_name}")
+            self.store.record_event("quarantined", component=comp, file_name=file_name, actor=self.actor.name,
+                                    reason=reason, details={"digest": digest_of(st.data), "to": str(dst)})
+            self._log(Event.STRAY_QUARANTINED, f"moved stray {file_name} to {dst}", priority=WARNING,
+                      component=comp, file_name=file_name, digest=digest_of(st.data), reason=reason,
+                      quarantine_path=str(dst))
+            return dst
