@@ -8,6 +8,11 @@ strict JSON decoder (:mod:`staticpodd.jsondecode`), anything else through sigs.k
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
 from staticpodd.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, too_large
 from staticpodd.yamldecode import decode_yaml
 
@@ -71,4 +76,47 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
 
         doc, positions, json_notes = decode_json(data)
         return Decoded(doc, positions, 0, tuple(notes + json_notes), "json", "utf-8")
-    return decode_yaml(data, notes)
+    try:
+        return decode_yaml(data, list(notes))
+    except RecursionError:  # deep nesting that go-yaml v2 reads (it allows 10000 levels)
+        return on_a_deep_stack(decode_yaml, data, notes)
+
+
+_T = TypeVar("_T")
+
+#: go-yaml v2 (and so the kubelet) reads flow and block nesting up to 10000 levels; PyYAML's
+#: composer and our node builder recurse, a few Python frames a level, so the default limit of
+#: 1000 frames stops near 500 levels. A file that deep is decoded again on a thread of its own
+#: with room for 10000 levels.
+DEEP_FRAMES = 100_000
+DEEP_STACK_BYTES = 512 << 20  # virtual: only the pages a deep file touches are ever committed
+
+
+def on_a_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
+    """Run ``fn(*args)`` on a new thread with a ``DEEP_STACK_BYTES`` stack and a recursion limit of
+    at least ``DEEP_FRAMES`` (both restored afterwards), returning its result or raising what it
+    raised. For the rare file nested past ~500 levels; the common path never comes here."""
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    old_stack = threading.stack_size()
+    sys.setrecursionlimit(max(old_limit, DEEP_FRAMES))
+    try:
+        threading.stack_size(DEEP_STACK_BYTES)
+        try:
+            worker = threading.Thread(target=run, name="staticpodd-deep-decode", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        worker.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]

@@ -5,9 +5,9 @@
 plus the identity check, :mod:`staticpodd.validate.identity`) is the careful one, a reproduction
 of go-yaml v2 and Go's encoding/json. They drifted once; this pins them against each other over
 every file of the shared corpus and over generated edge inputs. Where they disagree today the
-case is marked xfail with the reason, not fixed here: the daemon's restore still waits for the
-gate's verdict, so a disagreement only changes *when* the daemon looks (KUBELET.md "What a broken
-file does to a running pod").
+case was marked xfail when the test was written (eight inputs: the 10 MB vs 10 MiB limit, invalid
+UTF-8 in JSON, ``"\\/"``, ``.nan``, ``.inf``, a null key, billion laughs, YAML nested 500 deep); since
+then ``kubelet_refuses`` is the decoder's own first stage, and this test keeps it that way.
 
 The decoder's verdict is limited to what ``kubelet_refuses`` claims to cover: the bytes decode
 (size, encoding, syntax, values YAMLToJSON cannot encode), and they are one ``apiVersion: v1``,
@@ -45,8 +45,6 @@ def decoder_refuses(data: bytes) -> str | None:
         decoded = decode(data, max_bytes=KUBELET_MAX_BYTES)
     except DecodeProblem as problem:  # raised means refused by the kubelet itself
         return problem.code
-    except RecursionError:  # the decoder's own limit (see KNOWN["yaml-deep-500"])
-        return "RecursionError"
     for finding in identity_findings(decoded.doc, decoded.positions, "f"):
         if finding.code in DECODE_CODES:
             return finding.code
@@ -76,12 +74,6 @@ def _laughs() -> bytes:
         lines.append(b"a%d: &a%d [%s]" % (i, i, b", ".join([prev] * 9)))
     return POD + b"\n".join(lines) + b"\n"
 
-
-DRIFT_10MB = (
-    "refused.KUBELET_MAX_BYTES is 10*1000*1000 (10 MB); the decoder's is 10*1024*1024 (10 MiB, "
-    "maxConfigLength = 10 * 1 << 20 in pkg/kubelet/config/file.go): a file in between is refused by "
-    "one and decoded by the other"
-)
 
 EDGES: list = [
     pytest.param(b"", id="empty"),
@@ -149,35 +141,9 @@ EDGES: list = [
     pytest.param(_pad(10 * 1000 * 1000), id="exactly-10MB"),
 ]
 
-#: disagreements found when the test was written (issue 15); each is a reason, not a fix
-KNOWN = {
-    "between-10MB-and-10MiB": DRIFT_10MB,
-    "json-invalid-utf8-in-string": (
-        "refused.py hands the bytes to json.loads, which refuses invalid UTF-8; Go's encoding/json replaces "
-        "it with U+FFFD and the kubelet runs the pod (the decoder notes it as staticpodd's strictness)"
-    ),
-    "slash-escape": (
-        'PyYAML (libyaml, YAML 1.2) reads the escape "\\/"; go-yaml v2 (scannerc.go) refuses it, so the '
-        "kubelet does: the cheap check misses this refusal"
-    ),
-    "yaml-nan": "PyYAML reads .nan as a float; YAMLToJSON cannot encode NaN, the kubelet refuses the file",
-    "yaml-inf": "PyYAML reads .inf as a float; YAMLToJSON cannot encode +Inf, the kubelet refuses the file",
-    "null-key": "PyYAML takes a null mapping key; sigs.k8s.io/yaml refuses it (unsupported map key)",
-    "billion-laughs": (
-        "PyYAML shares aliased nodes and reads it; go-yaml v2 refuses 'document contains excessive aliasing'"
-    ),
-    "yaml-deep-500": (
-        "the decoder raises RecursionError (a crash, not a DecodeProblem) at a nesting depth of about 500 "
-        "(its _Builder recurses); PyYAML reads it and so does the kubelet (go-yaml v2 allows 10000)"
-    ),
-}
-
-
 def _case(data: bytes, case_id: str) -> None:
     quick = kubelet_refuses(data)
     careful = decoder_refuses(data)
-    if case_id in KNOWN and (quick is None) != (careful is None):
-        pytest.xfail(KNOWN[case_id])
     assert (quick is None) == (careful is None), (
         f"refused.kubelet_refuses says {quick!r}, the validator's decoder says {careful!r}"
     )
