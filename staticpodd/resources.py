@@ -43,8 +43,10 @@ def find_schema(name: str) -> Path:
 _validator_id: str | None = None
 
 
-_DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py")
-"""The modules that held ``manifest.py``'s code before issue 15 split it (hashed into the validator id)."""
+_DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
+            "jsondecode.py")
+"""The decoder's modules, hashed into the validator id: what was ``manifest.py`` before issue 15 split
+it, and the JSON decoder (a change to either must invalidate cached verdicts)."""
 
 
 def validator_id() -> str:
@@ -52,7 +54,7 @@ def validator_id() -> str:
 
     The engine caches gate verdicts by (digest, validator id), so ``unpark`` of bytes that
     already passed need not load the validator. Hashes the sources of ``staticpodd/validate/``
-    and of the YAML decoder that was ``manifest.py`` until issue 15 split it (:data:`_DECODER`),
+    and of the YAML and JSON decoders (:data:`_DECODER`),
     plus the Pod schemas' names, sizes and first 4 KiB. Cached per process.
     """
     global _validator_id
