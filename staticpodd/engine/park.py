@@ -132,9 +132,15 @@ class ParkVerbs(SwapVerbs):
                 missing = self._park_with_missing_copy(name)
                 if missing is None:
                     raise
-                # the parked copy is gone but the park stands: put its newest version back as the
-                # parked copy (validated, recorded, atomic), then unpark it as usual
-                back = self.rollback(missing, reason=reason or "unpark: the parked copy was gone")
+                # the parked copy is gone but the park stands: put the parked bytes back as the
+                # parked copy (validated, recorded, atomic), then unpark it as usual. The version the
+                # park record names, not the newest: a hand copy written (and recorded) while the
+                # park stood is newer, and is not what was parked
+                rec = self.store.park_of(missing)
+                parked_seq = next((v.seq for v in reversed(self.store.history(missing))
+                                   if rec is not None and v.digest == rec.digest), None)
+                back = self.rollback(missing, to=parked_seq, rename=True,
+                                     reason=reason or "unpark: the parked copy was gone")
                 seq = back.version.seq if back.version is not None else "?"
                 recovered_note = f" (its parked copy was gone: version {seq} put back from history)"
                 target = self.resolve(name, allow_recorded=False)
@@ -164,13 +170,15 @@ class ParkVerbs(SwapVerbs):
 
             if self.store.verdict(digest, validator_id()) is not True:
                 manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
-                self._check_no_duplicate(fn, manifest.namespace, manifest.name)
-                self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name, None)
+                ident = (manifest.namespace, manifest.name)
             else:  # these exact bytes passed this exact validator before
                 ident = self.pod_identity(pst.data)
-                if ident:
+            if ident:
+                try:
                     self._check_no_duplicate(fn, *ident)
-                    self._check_not_parked_elsewhere(comp, *ident, None)
+                except Conflict as exc:
+                    raise self._unpark_would_duplicate(comp, exc) from None
+                self._check_not_parked_elsewhere(comp, *ident, None)
             self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest)
             payload = self._intent_base(fn, reason)
             payload.update(digest=digest)
@@ -303,6 +311,18 @@ class ParkVerbs(SwapVerbs):
             hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
             f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
             "copy win, move the live file out of the directory first, then unpark",
+        )
+
+    @staticmethod
+    def _unpark_would_duplicate(comp: str, exc: Conflict) -> Conflict:
+        """``exc`` (another live file defines the parked pod) for unpark: parking that file would
+        stop the pod the kubelet runs from it (after ``park --force`` of a twin, it is the one
+        meant to run), so the way out named is ending the park without starting it."""
+        return Conflict(
+            f"unparking would start a second file for the same pod: {exc.message}",
+            path=exc.path,
+            hint=f"to end the park without starting it: staticpodctl unpark {_q(comp)} --discard (its bytes stay "
+            "in history); to let the parked copy run instead, move the other file out of the directory first",
         )
 
     def _park_with_missing_copy(self, name: str) -> str | None:
