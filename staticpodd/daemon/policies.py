@@ -38,6 +38,29 @@ from .writers import WriterHoldsMixin
 _DECLARES_POD = re.compile(rb"^kind:[ \t]*[\"']?Pod[\"']?[ \t]*(?:#.*)?$" rb'|"kind"[ \t]*:[ \t]*"Pod"', re.MULTILINE)
 
 
+
+def _policy_note(*, restore: bool, restore_policy: bool, refused: bool, component: str | None, parked: bool,
+                 ours_only: int | None) -> str:
+    """The end of an INVALID_LIVE message about a file that is invalid now: what ``on_invalid``
+    does with it, or why it is not restored (see :meth:`PlanMixin._plan_invalid_files`)."""
+    if restore:
+        return restore_note(ours_only)
+    if not restore_policy:
+        return "; policy on_invalid=alert"
+    if not refused:
+        return (
+            "; not restored: the kubelet runs this file (on_invalid=restore acts only on files the "
+            "kubelet refuses)"
+        )
+    if component is None:
+        return "; a stray is never restored (on_stray decides)"
+    if parked:
+        return (
+            f"; not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
+            "component's live path (putting a version back would end the park)"
+        )
+    return f"; not restored: no earlier version passes validation (staticpodctl history {component})"
+
 class PlanMixin(WriterHoldsMixin):
     """The daemon's own policy planning over the directory's current findings."""
 
@@ -134,24 +157,8 @@ class PlanMixin(WriterHoldsMixin):
             )
             if not (new or restore):
                 continue
-            if restore:
-                policy_note = restore_note(ours_only)
-            elif not restore_policy:
-                policy_note = "; policy on_invalid=alert"
-            elif not refused:
-                policy_note = (
-                    "; not restored: the kubelet runs this file (on_invalid=restore acts only on files the "
-                    "kubelet refuses)"
-                )
-            elif component is None:
-                policy_note = "; a stray is never restored (on_stray decides)"
-            elif parked:
-                policy_note = (
-                    f"; not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
-                    "component's live path (putting a version back would end the park)"
-                )
-            else:
-                policy_note = f"; not restored: no earlier version passes validation (staticpodctl history {component})"
+            policy_note = _policy_note(restore=restore, restore_policy=restore_policy, refused=refused,
+                                       component=component, parked=parked, ours_only=ours_only)
             out.reports.append(
                 Report(
                     Event.INVALID_LIVE,
