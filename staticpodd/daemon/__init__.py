@@ -1,0 +1,67 @@
+"""staticpodd: the daemon that watches the manifest directory, records every change, enforces parks.
+
+Composition root and lifecycle (DESIGN.md "Shape of the code"): builds the Layout, Config,
+Journal, Engine, Watcher and Notifier, then runs one main loop in the main thread.
+
+Start-up: first the exclusive flock on ``<run_dir>/staticpodd.pid`` (one daemon per --root; a
+second one exits 1 naming the running pid), config (invalid -> exit 78), recover interrupted
+operations (``Engine.recover``), start the inotify watch (on the directory staticPodPath resolves
+to), full reconcile, then ``READY=1``. Every full pass judges the live files' current validity,
+not only what changed since the last look. Loop: block on the wake-up pipe
+(inotify hints, signals) with a timeout = the earliest of the next debounced hint, the next
+full rescan (``rescan_interval``, KUBELET.md "When the kubelet looks"), the next watchdog ping,
+the next park deadline and the heartbeat interval. Signal handlers only set flags; the
+wake-up fd (``signal.set_wakeup_fd``) makes the loop notice them at once.
+
+- SIGHUP: ``RELOADING=1``, re-read the config; keep the old one if the new one is invalid
+  (CONFIG_INVALID), then ``READY=1`` again. ``staticpodd --reload`` sends it and waits.
+- SIGTERM/SIGINT: ``STOPPING=1``, DAEMON_STOPPING, exit 0.
+
+The heartbeat ``/run/staticpodd/daemon.json`` (``Layout.heartbeat_path``) is rewritten
+atomically on every loop; ``staticpodctl status`` reads it (see :func:`read_heartbeat`).
+
+The package's modules (each imports only its siblings below it; this file re-exports the names
+``staticpodd.daemon`` always offered):
+
+- ``command``: the ``staticpodd`` parser and ``main`` (the console script; ``python -m staticpodd.daemon``).
+- ``control``: ``staticpodd --reload`` from outside (find the daemon, SIGHUP, wait).
+- ``lifecycle``: :class:`Daemon`: pid lock, start-up to READY=1, signals, stop.
+- ``loop``: the main loop, one reconcile pass, retries, retention pruning.
+- ``reload``: SIGHUP: re-read the configuration, rebuild engine and watch.
+- ``policies``: planning ``on_invalid`` over the current findings; true strays versus broken manifests.
+- ``execute``: carrying a plan out (restore, quarantine, unpark), holds and failures.
+- ``writers``: stat snapshots and open writers that hold a restore or quarantine back.
+- ``watching``: the inotify watch's state changes and the directory's writability.
+- ``status``: problems, STATUS= line, summary, metrics textfile, heartbeat payload.
+- ``base``: the daemon's state, logging, configuration loading, engine building; shared constants.
+- ``heartbeat``, ``options``, ``bgjournal``: the heartbeat file, the validator's options, the
+  non-blocking journal writer.
+"""
+
+from __future__ import annotations
+
+from .base import HOLD_RECHECK, LOCK_WAIT_MAX, PID_FILE, RETRY_DELAY
+from .bgjournal import BackgroundJournal
+from .command import build_parser, main
+from .control import bind_textfile_dir, reload_running
+from .heartbeat import HEARTBEAT_FORMAT, HEARTBEAT_INTERVAL, read_heartbeat, write_heartbeat
+from .lifecycle import Daemon
+from .options import validate_options
+
+__all__ = [
+    "HEARTBEAT_FORMAT",
+    "HEARTBEAT_INTERVAL",
+    "HOLD_RECHECK",
+    "LOCK_WAIT_MAX",
+    "PID_FILE",
+    "RETRY_DELAY",
+    "BackgroundJournal",
+    "Daemon",
+    "bind_textfile_dir",
+    "build_parser",
+    "main",
+    "read_heartbeat",
+    "reload_running",
+    "validate_options",
+    "write_heartbeat",
+]

@@ -1,0 +1,174 @@
+"""The state one running daemon keeps, and what every part of it needs.
+
+:class:`DaemonBase` declares every attribute of :class:`staticpodd.daemon.Daemon` (so that each
+part, a mixin in its own module, is type-checked against the same state) and holds the few
+methods all of them call: logging to the journal and to stderr, loading the configuration, and
+building the engine from it. The loop's timing constants shared by several parts live here too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import Config, load_config
+from ..journal import INFO, Event, Journal
+from ..layout import Layout, under_root
+from ..notify import Notifier
+from ..watch import Hints, Watcher
+from .bgjournal import BackgroundJournal
+from .options import validate_options
+
+#: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
+RETRY_DELAY = 1.0
+#: Longest single wait for the lock in the main loop, seconds (see Daemon.lock_wait).
+LOCK_WAIT_MAX = 5.0
+#: While a restore or quarantine waits for a writer to close the file, it is looked at again this
+#: often (seconds), besides the inotify close-write event: a missed event never leaves it waiting.
+HOLD_RECHECK = 1.0
+#: Pid file under ``Layout.run_dir``: the running daemon holds an exclusive flock on it (one
+#: daemon per --root) and writes its pid into it.
+PID_FILE = "staticpodd.pid"
+
+
+class DaemonBase:
+    """The daemon's state (see :class:`staticpodd.daemon.Daemon`) and its shared helpers."""
+
+    def __init__(self, args: argparse.Namespace, *, notifier: Notifier | None = None) -> None:
+        self.args = args
+        self.root = Path(os.path.abspath(args.root))
+        self.notifier = notifier or Notifier()
+        self.journal: Journal = BackgroundJournal("staticpodd", str(self.root))
+        self.config: Config = Config.default()
+        self.layout: Layout = Layout.build(self.root, args.manifest_dir)
+        self.config_generation = 0
+        self.config_loaded_at: float | None = None
+        self.engine: Any = None
+        self.hints: Hints | None = None
+        self.watcher: Watcher | None = None
+        # signal flags (set by handlers, consumed by the main loop)
+        self._stop_signal: int | None = None
+        self._hup_requests = 0
+        self._hup_handled = 0
+        self.reload_state: dict[str, Any] = {"seq": 0, "status": None, "error": None, "at": None}
+        # observed state
+        self.state = "starting"
+        self.ready = False
+        self.started_at = time.time()
+        self.last_rescan: float | None = None
+        self.summary: dict[str, Any] = {"live": 0, "parked": 0, "missing": 0}
+        self.parks: list[dict[str, Any]] = []
+        self.next_park_deadline: float | None = None  # epoch seconds
+        self.finding_keys: set[tuple[str, str, str]] = set()
+        self.dir_problems: list[dict[str, Any]] = []
+        self.invalid_live: dict[str, dict[str, Any]] = {}  # file_name -> problem
+        self.broken_parks: dict[str, dict[str, Any]] = {}
+        self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
+        self.failed_unparks: dict[tuple[str, float], str] = {}
+        self._retry_names: set[str] = set()
+        self._retry_full = False
+        self._retry_at: float | None = None
+        self._last_status: str | None = None
+        self.last_findings: list[Any] = []  # everything validate_directory found last time
+        self._metrics_snapshot: Any = None
+        self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
+        # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
+        # the directory's names change (or a reload)
+        self._restore_failed: dict[str, tuple[str, frozenset[str]]] = {}
+        self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
+        # file_name -> (size, mtime_ns, st_ino) of the live files just before the last scan: a
+        # restore or quarantine acts only on a file that has not changed since (see _hold_reason)
+        self._scan_stats: dict[str, tuple[int, int, int]] = {}
+        # file_name -> pids whose open-for-writing descriptor holds back its restore/quarantine
+        # (logged once per set of pids, an empty set when only inotify knows of the writer;
+        # re-checked on close-write and every HOLD_RECHECK)
+        self._held: dict[str, frozenset[int]] = {}
+        # file names whose writer stalled (WRITE_STALL without a change): logged once each
+        self._stalled: set[str] = set()
+        # whether /proc/PID/fd of some process was denied to us (no CAP_SYS_PTRACE): logged once
+        self._proc_limited = False
+        # set when the daemon must exit with this status (EXIT_SANDBOX: the manifest directory
+        # appeared read-only in our sandbox; systemd restarts us into one that binds it)
+        self.exit_status: int | None = None
+        self._heartbeat_failed = False  # the last heartbeat write failed (logged once)
+
+    def _layout_for(self, cfg: Config) -> Layout:
+        if self.args.manifest_dir:
+            return Layout.build(self.root, self.args.manifest_dir)
+        if cfg.manifest_dir:
+            return Layout.build(self.root, under_root(self.root, cfg.manifest_dir))
+        return Layout.build(self.root)
+
+    def _load_config(self) -> Config:
+        if self.args.config:
+            cfg = load_config(path=self.args.config)
+        else:
+            cfg = load_config(self.layout)  # config_path does not depend on the manifest directory
+        validate_options(cfg)  # refuses an unsupported kubernetes_version now, not at first use
+        return cfg
+
+    def _build_engine(self) -> Any:
+        from ..engine import Actor, Engine
+
+        return Engine(
+            self.layout,
+            actor=Actor.daemon(),
+            journal=self.journal,
+            config=self.config,
+            lock_timeout=self.lock_wait(),
+        )
+
+    def lock_wait(self) -> float:
+        """Seconds one lock attempt of the daemon may block: ``lock_timeout``, but at most
+        :data:`LOCK_WAIT_MAX` and half the watchdog interval, so that a long staticpodctl
+        operation never starves the watchdog; the daemon retries every :data:`RETRY_DELAY`."""
+        wait = min(float(self.config.lock_timeout), LOCK_WAIT_MAX)
+        wd = self.notifier.watchdog_interval()
+        if wd is not None:
+            wait = min(wait, max(0.1, wd / 2))
+        return wait
+
+    def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+        """One journald entry from the daemon (actor staticpodd unless given)."""
+        fields.setdefault("actor", "staticpodd")
+        fields.setdefault("manifest_dir", str(self.layout.manifest_dir))
+        self.journal.log(event, message, priority=priority, **fields)
+
+    def _say(self, text: str) -> None:
+        """A plain stderr line, for a human running the daemon by hand. Left out when stderr is
+        itself the journal (systemd's ``JOURNAL_STREAM``) and entries reach journald natively:
+        every such line has its native entry (MESSAGE_ID, priority), and the copy would land in
+        the journal again as a bare priority-6 line (issue 12.5)."""
+        if self._stderr_is_journal():
+            return
+        from ..termsafe import one_line
+
+        try:
+            print(f"staticpodd: {one_line(text)}", file=sys.stderr, flush=True)  # names: no forged lines
+        except OSError:
+            pass
+
+    _stderr_journal: bool | None = None
+
+    def _stderr_is_journal(self) -> bool:
+        if self._stderr_journal is None:
+            from ..journal import journal_status
+
+            stream = os.environ.get("JOURNAL_STREAM", "")
+            try:
+                st = os.fstat(sys.stderr.fileno())
+                same = bool(stream) and stream == f"{st.st_dev}:{st.st_ino}"
+            except (OSError, ValueError, AttributeError):
+                same = False
+            self._stderr_journal = same and journal_status()[0] and os.environ.get("STATICPODD_NO_JOURNAL") != "1"
+        return self._stderr_journal
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)

@@ -1,0 +1,239 @@
+"""Carrying out a plan: log its reports, hold back actions on files being written, act.
+
+:class:`ExecuteMixin` runs a :class:`staticpodd.reconcile.Plan` under the lock: restores
+(RESTORED_LAST_GOOD), quarantines (and, after quarantining a stray that defined a running pod, the
+touch that makes the kubelet re-add it at once), and deadline unparks, with POLICY_ACTION_HELD
+while a writer holds the file and POLICY_ACTION_FAILED (and a problem) when the engine refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..errors import StaticpodError
+from ..journal import ERR, NOTICE, WARNING, Event
+from ..reconcile import Plan, Report
+from ..watch import WRITE_STALL, Writer
+from .base import HOLD_RECHECK, RETRY_DELAY, _get
+from .writers import WriterHoldsMixin
+
+
+class ExecuteMixin(WriterHoldsMixin):
+    """Carrying out the planned restores, quarantines and unparks."""
+
+    def _execute(self, plan: Plan) -> None:
+        """Log the plan's reports, then ask the engine for its actions (lock held).
+
+        A restore or quarantine is held back while the file is not quiet (:meth:`_hold_reason`):
+        changed since the scan, or still open for writing by some process. A held file is
+        re-checked when the writer closes it (inotify close-write is a hint) and every
+        :data:`HOLD_RECHECK` seconds, so it is never forgotten; the wait is logged once per set
+        of writers, naming pid and comm, and the report of a held file is not repeated.
+        """
+        held: dict[str, tuple[str, list[Writer]]] = {}
+        for a in plan.actions:
+            if a.verb in ("restore", "quarantine") and a.file_name and a.file_name not in held:
+                hold = self._hold_reason(a.file_name, a.verb)
+                if hold is not None:
+                    held[a.file_name] = hold
+        for name in list(self._held):
+            if name not in held or held[name][0] != "writer":
+                self._held.pop(name, None)
+        for r in plan.reports:
+            rname = str(r.fields.get("file_name") or "")
+            if rname in held and r.event in (Event.INVALID_LIVE, Event.STRAY_FOUND):
+                why, _writers = held[rname]
+                if why == "writer" and rname in self._held:
+                    continue  # reported when the wait began; the re-checks stay quiet
+                note = "; restoring the last good version"
+                if r.message.endswith("; quarantining it"):
+                    note = "; quarantining it"
+                elif note not in r.message:
+                    note = ""
+                if note:
+                    wait = (
+                        "once it is closed and unchanged" if why == "writer" else "once it stops changing"
+                    )
+                    r = Report(r.event, r.priority, r.message.split(note)[0] + note + " " + wait, r.fields)
+            self.log(r.event, r.message, priority=r.priority, **r.fields)
+        for name, (why, writers) in held.items():
+            self._retry_names.add(name)
+            self._retry_at = time.monotonic() + HOLD_RECHECK
+            if why != "writer":
+                continue
+            pids = frozenset(w.pid for w in writers)
+            if self._held.get(name) == pids:
+                continue
+            self._held[name] = pids
+            verb = next(a.verb for a in plan.actions if a.file_name == name and a.verb in ("restore", "quarantine"))
+            if writers:
+                who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers)
+                text = f"{who} still {'has' if len(writers) == 1 else 'have'} it open for writing"
+            else:
+                since = self.hints.writes.since(name) if self.hints is not None else None
+                text = (
+                    f"it changed {since or 0:.1f} s ago and has not been closed since (inotify; "
+                    "the writing process is not visible in /proc)"
+                )
+            self.log(
+                Event.POLICY_ACTION_HELD,
+                f"{name}: the {verb} waits for the writer to close the file: {text}; it goes ahead "
+                f"after {WRITE_STALL:g} s without a change",
+                priority=NOTICE,
+                file_name=name,
+                held_by_pid=",".join(str(w.pid) for w in writers),
+                held_by_comm=",".join(w.comm for w in writers),
+                held_by="proc" if writers else "inotify",
+                policy_action="wait",
+            )
+        restored: set[str] = set()
+        # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
+        # and the engine refuses to restore or unpark a file while another one defines its pod.
+        # A file being restored is never quarantined (plan_findings' ``protect``, and below).
+        order = {"quarantine": 0, "restore": 1}
+        for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
+            if a.verb in ("restore", "quarantine") and (a.file_name in self._busy_names() or a.file_name in held):
+                # written again since we looked, or still open for writing: never act on a file
+                # someone is writing; the debounced hint (or the re-check) brings it back here
+                continue
+            if a.verb == "quarantine" and a.file_name in restored:
+                continue  # a component's manifest just put back: never moved out of sight
+            try:
+                if a.verb == "restore":
+                    # the bytes judged invalid in this pass (the scan's observation): the engine
+                    # restores only while the live file still holds exactly them (issue 11 item 2)
+                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
+                    res = self.engine.restore_last_good(a.target, reason=a.reason,
+                                                        judged_digest=_get(judged, "digest") or "")
+                    new = _get(_get(res, "version"), "seq")
+                    source = (_get(res, "extra") or {}).get("restored_version")
+                    restored.add(a.file_name or "")
+                    self.invalid_live.pop(a.file_name or "", None)
+                    self._restore_failed.pop(a.file_name or "", None)
+                    self.log(
+                        Event.RESTORED_LAST_GOOD,
+                        f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
+                        f"over an invalid external write; recorded as version {new}",
+                        priority=WARNING,
+                        component=a.target,
+                        file_name=a.file_name,
+                        version=new,
+                        restored_version=source,
+                        digest=_get(res, "digest"),
+                        reason=a.reason,
+                    )
+                elif a.verb == "quarantine":
+                    pod = self._pod_defined_by(a.target)
+                    self.engine.quarantine(a.target, reason=a.reason)
+                    if pod is not None:
+                        self._readd_after_quarantine(a.target, pod)
+                elif a.verb == "unpark":
+                    self.engine.unpark(a.target, reason=a.reason)
+            except StaticpodError as exc:
+                if exc.code == "changed-meanwhile" and a.file_name:
+                    # written again after it was judged: recorded by the engine, never reverted;
+                    # the next pass judges the new bytes (and restores them only if invalid)
+                    self._say(f"{a.verb} {a.target} skipped: {exc.message}")
+                    self._retry_names.add(a.file_name)
+                    self._retry_at = time.monotonic() + RETRY_DELAY
+                    continue
+                self._say(f"{a.verb} {a.target} failed: {exc}")
+                if a.verb == "unpark":
+                    rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
+                    until = _get(rec, "until")
+                    if until is not None:
+                        self.failed_unparks[(a.target, until)] = exc.code
+                    try:  # counted in staticpodd_failed_unparks_total (from the store: survives a restart)
+                        self.engine.store.record_event(
+                            "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
+                            reason=a.reason, details={"error": exc.code, "until": until},
+                        )
+                    except StaticpodError:
+                        pass
+                    self.runtime_problems[f"unpark:{a.target}"] = {
+                        "code": "park-expired-unpark-failed",
+                        "severity": "error",
+                        "component": a.target,
+                        "path": None,
+                        "message": f"the park of {a.target} expired but unpark failed: {exc.message}",
+                    }
+                    self.log(
+                        Event.POLICY_ACTION_FAILED,
+                        f"the park of {a.target} expired but unpark failed: {exc.message}",
+                        priority=ERR,
+                        component=a.target,
+                        error=exc.code,
+                    )
+                else:
+                    if a.verb == "restore" and a.file_name:
+                        obs = self.engine.store.observed().get(f"live/{a.file_name}")
+                        if obs is not None:  # not retried on these bytes in this directory
+                            self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
+                    self.log(
+                        Event.POLICY_ACTION_FAILED,
+                        f"{a.file_name or a.target}: {a.verb} of {a.target} failed: {exc.message}",
+                        priority=ERR,
+                        component=a.target,
+                        file_name=a.file_name,
+                        error=exc.code,
+                    )
+            else:
+                if a.verb == "unpark":
+                    self.runtime_problems.pop(f"unpark:{a.target}", None)
+
+    def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
+        """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""
+        from ..proof.shadow import pod_key
+        from ..refused import kubelet_refuses
+
+        try:
+            data = (self.layout.manifest_dir / file_name).read_bytes()
+        except OSError:
+            return None
+        if kubelet_refuses(data):
+            return None
+        import yaml
+
+        try:
+            doc = next(iter(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), None)
+        except yaml.YAMLError:
+            return None
+        return pod_key(doc)
+
+    def _readd_after_quarantine(self, stray: str, pod: tuple[str, str]) -> None:
+        """After quarantining ``stray`` that defined ``pod`` (namespace, name): touch the live
+        file that defines it now, so the kubelet re-adds that pod at once (inotify IN_ATTRIB ->
+        re-read) instead of at its next relist, and say truthfully what the stray already did.
+
+        Seen on a real kubelet 1.34 (issue 10): it reads a new ``x.yaml.bak`` 2-3 ms after the
+        ``cp`` and, the ``.bak`` sorting last, kills the running pod to start it under the
+        ``.bak``'s UID (the UID hashes the file path); no quarantine can be that fast. Moving the
+        stray out is a delete to the kubelet, which removes that pod too; the file it should run
+        is re-read only at the next relist (up to fileCheckFrequency, 20 s by default) unless an
+        event on it arrives. The touch is that event (KUBELET.md "When the kubelet looks";
+        consequence 6 forbids touching an unchanged file, except here, where re-reading it is
+        exactly what is needed). The live file's bytes, mode and owner are unchanged.
+        """
+        from ..proof.shadow import files_defining
+
+        ns, name = pod
+        definers = files_defining(self.layout.manifest_dir, ns, name)
+        if not definers:
+            return
+        winner = definers[-1].file_name  # the kubelet runs the lexically last file
+        try:
+            os.utime(self.layout.manifest_dir / winner)
+        except OSError as exc:
+            self._say(f"cannot touch {winner} after quarantining {stray}: {exc}")
+            return
+        self.log(
+            Event.STRAY_QUARANTINED,
+            f"{stray} defined {ns}/{name} like {winner}: the kubelet read it within milliseconds and restarted "
+            f"the pod under {stray}'s UID before the quarantine could act; touched {winner} so that the kubelet "
+            "re-adds its pod now instead of at its next relist",
+            priority=WARNING,
+            file_name=stray,
+            readded=winner,
+            pod=f"{ns}/{name}",
+        )

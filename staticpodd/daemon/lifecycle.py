@@ -1,0 +1,232 @@
+"""The daemon's lifecycle: one daemon per --root, start-up to READY=1, signals, stop.
+
+:class:`Daemon` takes the pid-file flock, loads the configuration (invalid: exit 78), installs
+the signal handlers (flags only; the wake-up fd makes the loop notice them), builds the engine
+and the watch, recovers and reconciles once (waiting for the lock as long as it takes), says
+READY=1 and DAEMON_STARTED, serves (:mod:`staticpodd.daemon.loop`) and says STOPPING=1 and
+DAEMON_STOPPING on the way out.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from typing import Any
+
+from .. import __version__
+from ..errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError, StaticpodError
+from ..journal import ERR, NOTICE, WARNING, Event
+from ..watch import Hints, Watcher, open_writers
+from .base import PID_FILE, RETRY_DELAY
+from .loop import LoopMixin
+
+
+class Daemon(LoopMixin):
+    """One running staticpodd. ``run()`` returns the process exit status.
+
+    Composed of one mixin per part (all over the state declared in
+    :class:`~staticpodd.daemon.base.DaemonBase`): the loop and reconcile
+    (:mod:`~staticpodd.daemon.loop`), policy planning (:mod:`~staticpodd.daemon.policies`) and
+    execution (:mod:`~staticpodd.daemon.execute`), writer holds (:mod:`~staticpodd.daemon.writers`),
+    reload (:mod:`~staticpodd.daemon.reload`), the watch (:mod:`~staticpodd.daemon.watching`) and
+    what it reports (:mod:`~staticpodd.daemon.status`); the lifecycle is here.
+    """
+
+    def _install_signals(self) -> None:
+        def on_stop(signum: int, _frame: Any) -> None:
+            self._stop_signal = signum
+
+        def on_hup(_signum: int, _frame: Any) -> None:
+            self._hup_requests += 1
+
+        signal.signal(signal.SIGTERM, on_stop)
+        signal.signal(signal.SIGINT, on_stop)
+        signal.signal(signal.SIGHUP, on_hup)
+        assert self.hints is not None
+        signal.set_wakeup_fd(self.hints.wakeup_fd, warn_on_full_buffer=False)
+
+    def _take_pid_lock(self) -> tuple[str, str, int | None] | None:
+        """Take the exclusive, non-blocking flock on ``<run_dir>/staticpodd.pid`` and write our pid.
+
+        Returns None when this process now holds it (kept until exit), else ``(code, message,
+        pid)``: code ``already-running`` (pid: the daemon holding it, None when unreadable) or
+        ``pid-file`` (the file cannot be opened or locked: no start without the guarantee).
+        """
+        import errno
+        import fcntl
+
+        path = self.layout.run_dir / PID_FILE
+        from ..lock import open_private
+
+        try:  # 0600: flock works on a read-only fd, so a readable pid file lets anyone block our start
+            fd = open_private(path, what="pid file")
+        except StaticpodError as exc:
+            return "pid-file", exc.message + f" ({path})", None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                return "pid-file", f"cannot lock the pid file {path}: {exc.strerror}", None
+            pid = None
+            deadline = time.monotonic() + 1.0  # the holder writes its pid right after locking
+            while pid is None and time.monotonic() < deadline:
+                raw = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+                pid = int(raw) if raw.isdigit() else None
+                if pid is None:
+                    time.sleep(0.05)
+            os.close(fd)
+            return (
+                "already-running",
+                f"another staticpodd (pid {pid if pid is not None else 'unknown'}) is already running for "
+                f"{self.root} (it holds {path}); stop it first",
+                pid,
+            )
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a full /run: the flock is the guarantee, the pid text a courtesy
+        self._pid_fd = fd
+        return None
+
+    def run(self) -> int:
+        """Start, serve until SIGTERM/SIGINT, stop. Returns the exit status.
+
+        First of all, takes the pid-file lock: a second daemon on the same root exits 1
+        (DAEMON_START_FAILED) naming the running one's pid, and touches nothing.
+        """
+        busy = self._take_pid_lock()
+        if busy is not None:
+            code, message, holder = busy
+            self._say(f"refusing to start: {message}")
+            self.journal.log(
+                Event.DAEMON_START_FAILED,
+                f"staticpodd cannot start: {message}",
+                priority=ERR,
+                error=code,
+                running_pid=holder,
+                pid=os.getpid(),
+            )
+            return EXIT_FAILURE
+        try:
+            self.config = self._load_config()
+            self.layout = self._layout_for(self.config)
+        except ConfigError as exc:
+            self._say(f"refusing to start: invalid configuration: {exc}")
+            if exc.hint:
+                self._say(f"hint: {exc.hint}")
+            self.journal.log(
+                Event.CONFIG_INVALID,
+                f"refusing to start: invalid configuration: {exc}",
+                priority=ERR,
+                config_path=exc.path,
+                line=exc.line,
+                field=exc.field,
+                hint=exc.hint,
+            )
+            return EXIT_CONFIG
+        self.config_generation = 1
+        self.config_loaded_at = time.time()
+        self.hints = Hints(self.config.debounce)
+        self._install_signals()
+        try:
+            self.engine = self._build_engine()
+            self.watcher = Watcher(self.layout.manifest_dir, self.hints)
+            self._heartbeat()
+            self._check_watch(initial=True)
+            if not self._first_reconcile():
+                self._shutdown()
+                return EXIT_OK  # stopped while waiting for the lock
+        except StaticpodError as exc:
+            self._say(f"cannot start: {exc}")
+            self.log(Event.DAEMON_START_FAILED, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
+            self._shutdown(status=f"failed: {exc}")
+            return exc.exit_status if exc.exit_status != EXIT_OK else EXIT_FAILURE
+        self.state = "running"
+        self.ready = True
+        status = self._status_line()
+        self._heartbeat()  # before READY=1: whoever waits for READY sees a current heartbeat
+        self.notifier.ready(status)
+        self._last_status = status
+        denied: set[int] = set()
+        open_writers("/", denied=denied)  # probe (any path that exists): may we see writers in /proc?
+        self.log(
+            Event.DAEMON_STARTED,
+            f"staticpodd {__version__} watching {self.layout.manifest_dir}: {status}",
+            priority=NOTICE,
+            pid=os.getpid(),
+            config_path=self.config.source,
+            watchdog_usec=self.notifier.watchdog_usec,
+            writer_inspection="inotify" if denied else "proc+inotify",
+        )
+        self._note_proc_denied(denied)
+        self._heartbeat()
+        try:
+            self._loop()
+        finally:
+            self._shutdown(status=None if self.exit_status is None else "restarting: sandbox out of date")
+        return EXIT_OK if self.exit_status is None else self.exit_status
+
+    def _first_reconcile(self) -> bool:
+        """Recover and reconcile once before READY=1, waiting for the lock as long as it takes
+        (a long staticpodctl operation at boot). Returns False when asked to stop meanwhile.
+        Raises StaticpodError other than LockTimeout (start-up fails)."""
+        from ..errors import LockTimeout
+
+        assert self.hints is not None
+        wd_interval = self.notifier.watchdog_interval()
+        told = False
+        while True:
+            try:
+                self._reconcile(full=True, recover=True)
+                return True
+            except LockTimeout as exc:
+                if not told:
+                    self._say(f"waiting for the lock before start-up: {exc.message}")
+                    self.log(Event.DAEMON_ERROR, f"waiting for the lock before start-up: {exc.message}",
+                             priority=WARNING, error="lock-timeout")
+                    told = True
+                self.notifier.status(f"starting: waiting for the lock ({exc.message})")
+                if wd_interval is not None:
+                    self.notifier.watchdog()
+                self._heartbeat()
+            if self._stop_signal is not None:
+                return False
+            select.select([self.hints.fileno()], [], [], RETRY_DELAY)
+            self.hints.drain()
+            if self._stop_signal is not None:
+                return False
+
+    def _shutdown(self, status: str | None = None) -> None:
+        if self.state != "stopped":
+            self.state = "stopping"
+            self.notifier.stopping(status or "stopping")
+            if self._stop_signal is not None or status is None:
+                sig = signal.Signals(self._stop_signal).name if self._stop_signal else None
+                self.log(
+                    Event.DAEMON_STOPPING,
+                    f"staticpodd stopping{f' on {sig}' if sig else ''}",
+                    priority=NOTICE,
+                    signal=sig,
+                    pid=os.getpid(),
+                )
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.state = "stopped"
+        self.ready = False
+        try:
+            self._heartbeat()
+        except OSError:
+            pass
+        try:
+            signal.set_wakeup_fd(-1)
+        except (ValueError, OSError):
+            pass
+        if self.engine is not None and hasattr(self.engine, "close"):
+            try:
+                self.engine.close()
+            except Exception:
+                pass

@@ -1,0 +1,307 @@
+"""The main loop and one reconcile pass.
+
+:class:`LoopMixin` blocks on the wake-up pipe (inotify hints, signals) until the earliest of the
+next debounced hint, full rescan, watchdog ping, park deadline, retry and heartbeat; then
+reconciles (all names or the hinted ones: scan, plan, execute, refresh what it reports), prunes
+by the retention policy, and retries what a lock timeout or an error left undone.
+"""
+
+from __future__ import annotations
+
+import select
+import sys
+import time
+from collections.abc import Iterable
+
+from ..errors import StaticpodError
+from ..journal import ERR, INFO, WARNING, Event
+from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings, stray_by_name
+from ..watch import DIRECTORY
+from .base import RETRY_DELAY, _get
+from .execute import ExecuteMixin
+from .heartbeat import HEARTBEAT_INTERVAL
+from .policies import PlanMixin
+from .reload import ReloadMixin
+from .status import _problem_of
+
+
+class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
+    """The event loop, reconcile scheduling and retries."""
+
+    def _loop(self) -> None:
+        assert self.hints is not None
+        wd_interval = self.notifier.watchdog_interval()
+        next_ping = time.monotonic()
+        next_rescan = time.monotonic() + self.config.rescan_interval
+        next_prune: float | None = time.monotonic()  # retention: the first prune right after READY, then every interval
+        while True:
+            now = time.monotonic()
+            if wd_interval is not None and now >= next_ping:
+                self.notifier.watchdog()
+                next_ping = now + wd_interval
+            if self._stop_signal is not None:
+                return
+            if self._hup_requests != self._hup_handled:
+                self._reload()
+                next_rescan = now  # policies or directory may have changed
+            rewatched = self._check_watch()
+            if self.exit_status is not None:
+                return
+            full = now >= next_rescan or rewatched or self._retry_full
+            names = self._refused_on_close()  # looked at now, not after the debounce (issue 10)
+            if not full:
+                due = self.hints.take_due(now)
+                if DIRECTORY in due:
+                    full = True
+                names |= {h.name for h in due if h.name}
+                if self._retry_names and (self._retry_at is None or now >= self._retry_at):
+                    names |= self._retry_names
+                    self._retry_names = set()
+            parks_due = self.next_park_deadline is not None and time.time() >= self.next_park_deadline
+            if full:
+                self.hints.discard(DIRECTORY)
+                self._reconcile(full=True)
+                next_rescan = time.monotonic() + self.config.rescan_interval
+            elif names or parks_due:
+                self._reconcile(names=sorted(names))
+            next_prune = self._prune_if_due(next_prune)
+            self._publish_status()
+            self._heartbeat()
+            # sleep until the next thing to do
+            now = time.monotonic()
+            wake = [next_rescan, now + HEARTBEAT_INTERVAL]
+            if next_prune is not None:
+                wake.append(next_prune)
+            if wd_interval is not None:
+                wake.append(next_ping)
+            nd = self.hints.next_deadline()
+            if nd is not None:
+                wake.append(nd)
+            if self.next_park_deadline is not None:
+                wake.append(now + max(0.0, self.next_park_deadline - time.time()) + 0.01)
+            if self._retry_names and self._retry_at is not None:
+                wake.append(self._retry_at)
+            if self.watcher is not None and not self.watcher.watching:
+                wake.append(now + 1.0)  # directory missing or watch failed: poll it
+            timeout = max(0.0, min(wake) - now)
+            if self._stop_signal is not None or self._hup_requests != self._hup_handled:
+                timeout = 0.0
+            try:
+                select.select([self.hints.fileno()], [], [], timeout)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for safety
+                pass
+            self.hints.drain()
+
+    def _refused_on_close(self) -> set[str]:
+        """Live files a writer just closed whose bytes the kubelet refuses, under
+        ``on_invalid: restore``: their pending hints are dropped so that this pass of the loop
+        looks at them (and restores them) at once instead of after the debounce.
+
+        The kubelet keeps the old pod only until its next relist (KUBELET.md "What a broken file
+        does to a running pod"): with the 0.3 s debounce a 20 s relist fell inside the window 1
+        time in 10 (issue 10); acting on the close shrinks the window to the restore itself.
+        The cheap check (:func:`staticpodd.refused.kubelet_refuses`) decides only when to look;
+        whether to restore stays the gate's verdict in the reconcile.
+        """
+        assert self.hints is not None
+        closed = self.hints.take_closed()
+        if not closed or getattr(self.config, "on_invalid", "alert") != "restore":
+            return set()
+        from ..refused import kubelet_refuses
+        from ..watch import Hint
+
+        out: set[str] = set()
+        for name in closed:
+            if name.startswith(".") or stray_by_name(name) or self.hints.writes.since(name) is not None:
+                continue
+            try:
+                data = (self.layout.manifest_dir / name).read_bytes()
+            except OSError:
+                continue
+            if kubelet_refuses(data):
+                self.hints.discard(Hint("file", name))
+                out.add(name)
+        if out:
+            self._restore_now(out)
+        return out
+
+    def _restore_now(self, names: set[str]) -> None:
+        """Scan ``names`` and carry out what :func:`plan_changes` decides for them (the restore),
+        before the directory-wide findings: those cost a validation of every live file and are
+        refreshed by the reconcile of the same names that follows in this pass of the loop.
+        Any failure is left to that reconcile (it retries and reports)."""
+        try:
+            with self.engine.locked():
+                self._scan_stats = self._live_stats()
+                changes = self.engine.scan(sorted(names), validate=True, log=False)
+                plan = plan_changes(changes, self.config, sizes=self._sizes())
+                self._track_changes(changes)
+                self._execute(plan)
+        except StaticpodError as exc:
+            self._say(f"restore on close of {', '.join(sorted(names))} deferred: {exc}")
+
+    def _prune_if_due(self, next_prune: float | None) -> float | None:
+        """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when
+        ``next_prune`` (monotonic) has come; returns the next due time (None: no policy). A
+        failure (lock timeout, full disk) is reported and retried at the next interval."""
+        from ..retention import policy_for, prune
+
+        policy = policy_for(self.config)
+        if not policy.active:
+            return time.monotonic() + 60.0  # look again (a SIGHUP may set one)
+        if next_prune is not None and time.monotonic() < next_prune:
+            return next_prune
+        try:
+            with self.engine.locked():
+                res = prune(self.engine, policy, time.time())
+            self.runtime_problems.pop("prune", None)
+            if res.components:
+                self._refresh_summary()
+        except StaticpodError as exc:
+            self._say(f"prune failed: {exc}")
+            self.runtime_problems["prune"] = {"code": exc.code, "severity": "warning",
+                                              "path": str(self.layout.db_path), "message": exc.message}
+        return time.monotonic() + policy.interval
+
+    def _reconcile(self, *, full: bool = False, names: Iterable[str] = (), recover: bool = False) -> None:
+        """Scan (all or some names), act by policy, refresh summary/problems. Never raises a
+        StaticpodError except on ``recover`` (start-up: the daemon must not say READY)."""
+        from ..errors import LockTimeout
+
+        names = list(names)
+        if not self.layout.manifest_dir.is_dir():
+            # Nothing to scan: the watch reports the missing directory (manifest-dir-missing) and
+            # a full rescan follows when it comes back. The engine refuses to work on it meanwhile
+            # (recovery of interrupted operations runs at its first lock after that).
+            self.invalid_live.clear()
+            self.dir_problems = []
+            self.finding_keys = set()
+            self.last_findings = []
+            self.summary = {"live": 0, "parked": 0, "missing": 0}
+            self.runtime_problems.pop("reconcile", None)
+            self._retry_full = False
+            if full:
+                self.last_rescan = time.time()
+            return
+        try:
+            with self.engine.locked():
+                if recover:  # locked() has run Engine.recover() on its first acquisition
+                    for item in getattr(self.engine, "last_recovery", None) or []:
+                        self._say(f"recovered interrupted operation: {item}")
+                if full:
+                    # Names with events still inside their quiet time are being written right
+                    # now: reading them would catch a half-written file. Their debounced hint
+                    # looks at them once the writer is done.
+                    busy = self._busy_names()
+                    scope = None if not busy else sorted(self._all_names() - busy)
+                else:
+                    scope = names
+                self._scan_stats = self._live_stats()
+                changes = self.engine.scan(scope, validate=True, log=False)
+                plan = plan_changes(changes, self.config, sizes=self._sizes())
+                self._track_changes(changes)
+                if full or names or changes:
+                    found = self.last_findings = self._directory_findings()
+                    # the live files' current validity, not only what changed: a file that was
+                    # invalid before we looked (a crash mid-restore, a skipped busy file) gets the
+                    # on_invalid policy too
+                    plan.extend(self._plan_invalid_files(found, changes, plan))
+                    findings = self._true_findings(found, plan)
+                    plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
+                    self.finding_keys = {finding_key(f) for f in findings}
+                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                expired = self.engine.store.expired_parks(time.time())
+                expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks]
+                plan.extend(plan_expired_parks(expired, time.time()))
+                self._execute(plan)
+                if plan.actions:  # the directory changed under our hands: refresh what we report
+                    found = self.last_findings = self._directory_findings()
+                    findings = self._true_findings(found, Plan())
+                    self.finding_keys = {finding_key(f) for f in findings}
+                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                self._refresh_summary()
+                if full or names or plan.actions:
+                    self._remove_lone_private_dir()
+            self.runtime_problems.pop("lock", None)
+            self._retry_full = False
+            if full:
+                self.last_rescan = time.time()
+                if self.watcher is not None:
+                    self.watcher.reset_error()
+        except LockTimeout as exc:
+            if recover:
+                raise
+            if "lock" not in self.runtime_problems:
+                self._say(f"{exc}; retrying every {RETRY_DELAY:g} s")
+                self.log(Event.DAEMON_ERROR, f"{exc.message}; retrying every {RETRY_DELAY:g} s", priority=WARNING,
+                         error="lock-timeout")
+            self.runtime_problems["lock"] = {
+                "code": "lock-timeout",
+                "severity": "warning",
+                "path": str(self.layout.lock_path),
+                "message": exc.message,
+            }
+            self._retry_later(full, names)
+        except StaticpodError as exc:
+            if recover:
+                raise
+            if (self.runtime_problems.get("reconcile") or {}).get("message") != exc.message:
+                # once per failure (a full disk retries every second)
+                self._say(f"reconcile failed: {exc}")
+                self.log(Event.DAEMON_ERROR, f"reconcile failed: {exc}", priority=ERR, error="reconcile-failed",
+                         code=exc.code, path=exc.path)
+            self.runtime_problems["reconcile"] = {
+                "code": exc.code,
+                "severity": "error",
+                "path": exc.path,
+                "message": exc.message,
+            }
+            self._retry_later(full, names)
+        except Exception as exc:  # keep serving: a bug in one pass must not stop the watch
+            if recover:
+                raise
+            import traceback
+
+            if not self._stderr_is_journal():
+                traceback.print_exc(file=sys.stderr)
+            if (self.runtime_problems.get("reconcile") or {}).get("code") != "internal-error":
+                self.log(Event.DAEMON_ERROR, f"internal error during reconcile (still serving): {type(exc).__name__}: "
+                         f"{exc}", priority=ERR, error="internal-error", traceback=traceback.format_exc())
+            self.runtime_problems["reconcile"] = {
+                "code": "internal-error",
+                "severity": "error",
+                "path": None,
+                "message": f"{type(exc).__name__}: {exc}",
+            }
+            self._retry_later(full, names)
+        else:
+            self.runtime_problems.pop("reconcile", None)
+
+    def _remove_lone_private_dir(self) -> None:
+        """Under the lock: an empty ``.staticpodd/`` that is all the manifest directory holds goes
+        (an "is the directory empty" check counts dot-entries; see
+        :func:`staticpodd.fsops.remove_private_dir_if_alone`)."""
+        from .. import fsops
+
+        if self.parks or not self.layout.private_dir.is_dir():
+            return
+        if fsops.remove_private_dir_if_alone(self.layout):
+            self.log(
+                Event.STAGING_SWEPT,
+                f"removed the empty {self.layout.private_dir} (nothing else was in the manifest directory; "
+                "a check that the directory is empty counts dot-entries)",
+                priority=INFO,
+                finding="private-dir-removed",
+            )
+
+    def _all_names(self) -> set[str]:
+        """Every file name a full scan covers: live, parked, and recorded as seen (removals)."""
+        names = set(self.engine.live_names()) | set(self.engine.parked_names())
+        names |= {o.file_name for o in self.engine.store.observed().values()}
+        return names
+
+    def _retry_later(self, full: bool, names: list[str]) -> None:
+        if full:
+            self._retry_full = True
+        self._retry_names.update(names)
+        self._retry_at = time.monotonic() + RETRY_DELAY

@@ -1,0 +1,298 @@
+"""Planning the policies: which live files are invalid or stray, and what ``on_invalid`` does.
+
+:class:`PlanMixin` keeps the invalid-live problem list in step with each scan, judges the
+directory's current findings (true strays versus broken component manifests), and plans
+``on_invalid: restore`` for live files that are invalid now, whether or not they changed in this
+pass, with the INVALID_LIVE report texts that say why a file is or is not restored. What
+:func:`staticpodd.reconcile.plan_changes` and ``plan_findings`` plan from the changes themselves
+is theirs; carrying any plan out is :mod:`staticpodd.daemon.execute`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..journal import Event
+from ..layout import component_of
+from ..reconcile import (
+    Action,
+    Plan,
+    Report,
+    invalid_sentence,
+    is_directory_finding,
+    kubelet_drops,
+    over_our_limit_only,
+    restore_note,
+    stray_by_name,
+)
+from .base import _get
+from .options import validate_options
+from .writers import WriterHoldsMixin
+
+#: ``kind: Pod`` at the top level of YAML, or ``"kind": "Pod"`` in JSON: bytes meant as a Pod
+#: manifest (however broken otherwise), not a stray.
+_DECLARES_POD = re.compile(rb"^kind:[ \t]*[\"']?Pod[\"']?[ \t]*(?:#.*)?$" rb'|"kind"[ \t]*:[ \t]*"Pod"', re.MULTILINE)
+
+
+
+def _policy_note(*, restore: bool, restore_policy: bool, refused: bool, component: str | None, parked: bool,
+                 ours_only: int | None) -> str:
+    """The end of an INVALID_LIVE message about a file that is invalid now: what ``on_invalid``
+    does with it, or why it is not restored (see :meth:`PlanMixin._plan_invalid_files`)."""
+    if restore:
+        return restore_note(ours_only)
+    if not restore_policy:
+        return "; policy on_invalid=alert"
+    if not refused:
+        return (
+            "; not restored: the kubelet runs this file (on_invalid=restore acts only on files the "
+            "kubelet refuses)"
+        )
+    if component is None:
+        return "; a stray is never restored (on_stray decides)"
+    if parked:
+        return (
+            f"; not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
+            "component's live path (putting a version back would end the park)"
+        )
+    return f"; not restored: no earlier version passes validation (staticpodctl history {component})"
+
+class PlanMixin(WriterHoldsMixin):
+    """The daemon's own policy planning over the directory's current findings."""
+
+    def _track_changes(self, changes: Iterable[Any]) -> None:
+        """Keep the invalid-live problem list in step with the live changes just observed."""
+        for ch in changes:
+            file_name = _get(ch, "file_name")
+            if _get(ch, "location") != "live":
+                continue
+            if _get(ch, "valid") is False and _get(ch, "kind") != "removed":
+                size = self._sizes().get(file_name)
+                ours_only = over_our_limit_only(_get(ch, "findings") or [], size)
+                refused = kubelet_drops(_get(ch, "findings") or [], size)
+                text, _prio = invalid_sentence(
+                    file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused
+                )
+                self.invalid_live[file_name] = {
+                    "code": "invalid-live",
+                    "severity": "error" if refused else "warning",
+                    "component": _get(ch, "component"),
+                    "path": str(self.layout.live_path(file_name)),
+                    "message": text.replace(" (see staticpodctl validate)", ""),
+                }
+            else:
+                self.invalid_live.pop(file_name, None)
+
+    @staticmethod
+    def _restoring(plan: Plan) -> set[str]:
+        """File names a ``restore`` action of ``plan`` puts back."""
+        return {a.file_name for a in plan.actions if a.verb == "restore" and a.file_name}
+
+    def _plan_invalid_files(self, found: list[Any], changes: list[Any], plan: Plan) -> Plan:
+        """Live files whose *current* contents fail validation (per-file error findings) become
+        problems and get the ``on_invalid`` policy, whether or not they changed in this pass.
+
+        A file reported through a Change in this pass is left to :func:`plan_changes` (reported
+        and restored there). One that was invalid before the daemon looked (recorded earlier: a
+        daemon killed mid-restore, a run under ``alert``, a restore skipped while it was being
+        written) is reported as INVALID_LIVE once and, under ``on_invalid: restore``, restored
+        when the store has an earlier version to go back to. Never restored: a stray by its name,
+        a parked component (a write-back breaks the park, PARK_BROKEN), a file being written, or
+        bytes whose restore already failed (no retry loop: a new write is tried again).
+        KUBELET.md "What a broken file does to a running pod" (the pod dies at the next relist).
+        """
+        out = Plan()
+        mdir = self.layout.manifest_dir
+        bad: dict[str, list[Any]] = {}
+        for f in found:
+            if _get(f, "severity") != "error" or is_directory_finding(f):
+                continue
+            path = Path(str(_get(f, "path") or ""))
+            if path.parent != mdir:
+                continue
+            bad.setdefault(path.name, []).append(f)
+        changed = {_get(c, "file_name") for c in changes}
+        busy = self._busy_names()  # being written now: judged after their quiet time
+        bad = {name: fs for name, fs in bad.items() if name not in busy}
+        for name in list(self.invalid_live):
+            if name not in bad and name not in busy:
+                self.invalid_live.pop(name, None)
+        for name in list(self._restore_failed):
+            if name not in bad:
+                self._restore_failed.pop(name, None)
+        restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
+        restoring = self._restoring(plan)
+        observed = self.engine.store.observed() if restore_policy and bad else {}
+        sizes = self._sizes()
+        limit = self.config.max_manifest_bytes
+        for name, fs in bad.items():
+            codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
+            stray = stray_by_name(name)
+            component = None if stray else component_of(name)
+            new = name not in self.invalid_live
+            ours_only = over_our_limit_only(fs, sizes.get(name))
+            refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
+            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit, refused=refused)
+            if new:
+                self.invalid_live[name] = {
+                    "code": "invalid-live",
+                    "severity": "error" if refused else "warning",
+                    "component": component,
+                    "path": str(mdir / name),
+                    "message": text,
+                }
+            if name in changed or name in restoring:
+                continue  # plan_changes reported it (and decided about a restore) in this pass
+            parked = component is not None and self.engine.store.park_of(component) is not None
+            restore = (
+                restore_policy
+                and refused
+                and component is not None
+                and not parked
+                and self._may_restore(name, component, observed)
+            )
+            if not (new or restore):
+                continue
+            policy_note = _policy_note(restore=restore, restore_policy=restore_policy, refused=refused,
+                                       component=component, parked=parked, ours_only=ours_only)
+            out.reports.append(
+                Report(
+                    Event.INVALID_LIVE,
+                    prio,
+                    text + policy_note,
+                    {
+                        "component": component,
+                        "file_name": name,
+                        "findings": codes,
+                        "policy": "restore" if restore_policy else "alert",
+                        "policy_action": "restore" if restore else "none",
+                        "location": "live",
+                        "size": ours_only,
+                        "kubelet": "refuses" if refused else "accepts",
+                    },
+                )
+            )
+            if restore:
+                assert component is not None
+                out.actions.append(
+                    Action("restore", component, f"on_invalid=restore: {name} fails validation", file_name=name)
+                )
+        return out
+
+    def _may_restore(self, name: str, component: str, observed: dict[str, Any]) -> bool:
+        """Whether ``on_invalid: restore`` should put back an earlier version of a live file that
+        is invalid now (see :meth:`_plan_invalid_files`)."""
+        store = self.engine.store
+        if store.park_of(component) is not None:
+            return False
+        obs = observed.get(f"live/{name}")
+        digest = _get(obs, "digest")
+        if not digest:
+            return False
+        failed = self._restore_failed.get(name)
+        if failed is not None and failed == (digest, frozenset(self.engine.live_names())):
+            return False
+        # only when there is something to go back to: a version that passes validation (else the
+        # engine refuses with Conflict, and a true stray would be "restored" instead of quarantined)
+        seen = {digest}
+        for v in reversed(store.history(component)):  # newest first, as restore_last_good looks
+            if v.digest in seen:
+                continue
+            seen.add(v.digest)
+            if self._digest_valid(v.digest, v.file_name):
+                return True
+        return False
+
+    def _true_findings(self, found: list[Any], plan: Plan) -> list[Any]:
+        """The directory findings, minus "stray" findings about a component's manifest.
+
+        The validator calls any file that does not decode to a complete Pod "stray file: not a
+        Pod manifest". For the daemon, a true stray is a name that is stray by itself
+        (``x.yaml.bak``, ``x~``, ``4913``, ``notes.txt``:
+        ``staticpodd.validate.directory.stray_reason``), or a name without a manifest suffix
+        (``README``) that is no known component. A manifest-named file that fails to decode
+        (an empty or truncated ``etcd.yaml``, ``kind: Pod`` alone, a Deployment) is an invalid
+        manifest: reported as INVALID_LIVE and restored under ``on_invalid: restore``, never
+        quarantined by ``on_stray``. A file restored in this very pass is never a stray.
+        """
+        restoring = self._restoring(plan)
+        out = []
+        for f in found:
+            if not is_directory_finding(f):
+                continue
+            if _get(f, "code") == "stray":
+                name = os.path.basename(str(_get(f, "path") or "").rstrip("/"))
+                if name in restoring:
+                    continue
+                if not stray_by_name(name) and (component_of(name) != name or self._is_component_file(name)):
+                    continue
+            out.append(f)
+        return out
+
+    def _is_component_file(self, name: str) -> bool:
+        """True when live file ``name`` (no manifest suffix) is a component's manifest: its bytes
+        declare ``kind: Pod``, or the component is parked, was changed by a staticpodd verb, or
+        has a recorded version that passes validation (see :meth:`_true_findings`)."""
+        try:
+            with open(self.layout.live_path(name), "rb") as fh:
+                head = fh.read(1 << 20)
+        except OSError:
+            head = b""
+        if _DECLARES_POD.search(head):
+            return True
+        component = component_of(name)
+        store = self.engine.store
+        if store.park_of(component) is not None:
+            return True
+        history = [v for v in store.history(component, limit=50) if v.file_name == name]
+        if any(v.action != "external" for v in history):
+            return True
+        return any(self._digest_valid(v.digest, name) for v in reversed(history))
+
+    def _digest_valid(self, digest: str, name: str) -> bool:
+        """Whether recorded bytes ``digest`` pass validation (memoised for the daemon's life)."""
+        if digest not in self._valid_digests:
+            try:
+                from ..validate import has_errors, validate_bytes  # type: ignore[attr-defined]
+            except ImportError:
+                return False
+            data = self.engine.store.data(digest)
+            findings = validate_bytes(data, str(self.layout.live_path(name)), self._validate_options())
+            self._valid_digests[digest] = not has_errors(findings)
+        return self._valid_digests[digest]
+
+    def _directory_findings(self) -> list[Any]:
+        """Directory-level findings from the validator (strays, duplicates, subdirectories,
+        symlinks, loose modes/owners). [] when the validator is not available."""
+        try:
+            from ..validate import validate_directory  # type: ignore[attr-defined]
+        except ImportError:
+            return []
+        if not self.layout.manifest_dir.is_dir():
+            return []
+        from ..dirprint import fingerprint
+        from ..engine import is_utf8_name
+
+        # An unchanged directory (same names, stats and recorded digests, same options) has the
+        # same findings: the periodic rescan then parses and validates nothing (issue 14).
+        options = self._validate_options()
+        digests = {o.file_name: o.digest for o in self.engine.store.observed().values() if o.location == "live"}
+        key = fingerprint(self.layout.manifest_dir, digests, repr(options))
+        cached = getattr(self, "_dir_findings_cache", None)
+        if key is not None and cached is not None and cached[0] == key:
+            return list(cached[1])
+        # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
+        # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
+        # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
+        found = [f for f in validate_directory(self.layout.manifest_dir, options)
+                 if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
+        if key is not None and key == fingerprint(self.layout.manifest_dir, digests, repr(options)):
+            self._dir_findings_cache = (key, found)  # nothing moved while we validated
+        return list(found)
+
+    def _validate_options(self) -> Any:
+        return validate_options(self.config)
