@@ -148,10 +148,10 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             raise self._changed_meanwhile(comp, fn, loc, action, expect_digest, digest_of(data),
                                           cur) from None
         manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
-        if not rename and action in ("apply", "edit", "rollback"):
+        if not rename and action in ("apply", "edit"):
             self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
                                       manifest.name, action)
-        elif action == "rollback":  # --rename: said, and still worth a warning in the result
+        elif action == "rollback":
             old_ident = self._current_identity(comp, cur.data if cur is not None else None)
             if old_ident is not None and old_ident != (manifest.namespace, manifest.name):
                 warnings = [*warnings, OpWarning(
@@ -285,23 +285,20 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
                       digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
 
-    def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False,
-                 rename: bool = False) -> Result:
+    def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False) -> Result:
         """Put an earlier version back, as a new version (action ``rollback``).
 
         ``to``: the seq to restore; default the newest version whose bytes differ from the
         current ones and pass the gate (broken hand edits in history are skipped). The bytes go
-        through the gate again. Across a pod rename (the version defines another pod than the
-        current file: the kubelet stops one pod and starts the other) it refuses, as apply does,
-        unless ``rename``; with ``rename`` the result still warns (``pod-renamed``).
-        Raises UnknownVersion, Conflict (nothing to roll back to; a pod rename without
-        ``rename``), InvalidManifest, plus what :meth:`apply` raises.
+        through the gate again. Raises UnknownVersion, Conflict (nothing to roll back to),
+        InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
+        (``pod-renamed``) rather than refuses: the bytes were in force before, and rollback is
+        the undo an operator reaches for in a hurry.
         """
         with self.nothing_changed_on_error():
-            return self._rollback(name, to=to, reason=reason, check=check, rename=rename)
+            return self._rollback(name, to=to, reason=reason, check=check)
 
-    def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool,
-                  rename: bool = False) -> Result:
+    def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool) -> Result:
         target = self.resolve(name)
         comp = target.component
         skipped: list[int] = []
@@ -332,7 +329,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         data = self.store.data(version.digest)
         reason = reason or f"rollback to version {version.seq}"
         res = self.apply(data, source=f"{comp}@{version.seq}", component=target.file_name, reason=reason,
-                         check=check, action="rollback", rename=rename)
+                         check=check, action="rollback")
         res.extra["rolled_back_to"] = version.seq
         if res.changed and res.version is not None and res.location != "parked":
             res.msg = f"{comp}: rolled back to version {version.seq} (recorded as version {res.version.seq})"
