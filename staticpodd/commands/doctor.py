@@ -1,0 +1,188 @@
+"""``staticpodctl doctor``: everything that can be wrong on the node, counted as the daemon counts it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+from ..errors import EXIT_FAILURE, EXIT_OK
+from ..termsafe import shell_word
+from .health import heartbeat
+from .loading import build_engine, config_problems
+from .output import PROG, Out
+
+
+def _base(path: Any) -> str | None:
+    return os.path.basename(str(path).rstrip("/")) if path else None
+
+
+def _finding_problem_keys(findings: Any) -> dict[tuple[str | None, str | None], str]:
+    """``(code, file name)`` per problem the daemon would count for these findings: an invalid
+    file is one ``invalid-live`` problem; a directory-level finding of severity error or warning
+    is one problem (a manifest-named file that is no Pod counts as invalid, not as a stray).
+    Returns ``{key: "error" | "warning"}``."""
+    from ..layout import component_of
+    from ..reconcile import is_directory_finding, stray_by_name
+
+    keys: dict[tuple[str | None, str | None], str] = {}
+    for f in findings:
+        name = _base(f.path)
+        if is_directory_finding(f):
+            if f.code == "stray" and name and not stray_by_name(name) and component_of(name) != name:
+                keys[("invalid-live", name)] = "error"
+            elif f.severity in ("error", "warning"):
+                keys[(f.code, name)] = "error" if f.severity == "error" or keys.get((f.code, name)) == "error" \
+                    else "warning"
+        elif f.severity == "error":
+            keys[("invalid-live", name)] = "error"
+    return keys
+
+
+def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
+    """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
+    directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
+    and the run directory (the lock). A read-only mount is told apart from missing permission."""
+    from ..sandbox import read_only_mount
+
+    found: list[tuple[str, str, str]] = []
+    places = (
+        ("manifest-dir", layout.manifest_dir, "the manifest directory",
+         "apply, park, unpark, restore and quarantine fail"),
+        ("store", layout.state_dir, "the version store's directory", "no version can be recorded"),
+        ("run-dir", layout.run_dir, "the run directory (lock, heartbeat)", "no verb can take the lock"),
+    )
+    for code, path, what, effect in places:
+        if not path.exists():
+            continue
+        if read_only_mount(path):
+            found.append((f"{code}-read-only", f"{what} {path} is on a read-only mount: {effect}", str(path)))
+        elif not os.access(path, os.W_OK):
+            found.append((f"{code}-not-writable", f"{what} {path} is not writable for uid {os.geteuid()}: {effect}",
+                          str(path)))
+    db = layout.db_path
+    if db.exists() and not read_only_mount(db) and not os.access(db, os.W_OK):
+        found.append(("store-not-writable", f"the version store {db} is not writable for uid {os.geteuid()}: "
+                      "no version can be recorded", str(db)))
+    return found
+
+
+def _unit_enabled_but_down(layout: Any) -> str | None:
+    """``staticpodd.service`` when doctor looks at this machine's own root (``--root /``), systemd
+    runs it and the unit is enabled (so the daemon is meant to run), else None. Never raises."""
+    import shutil
+    import subprocess
+
+    unit = "staticpodd.service"
+    if str(layout.root) != "/" or shutil.which("systemctl") is None or not os.path.isdir("/run/systemd/system"):
+        return None
+    try:
+        r = subprocess.run(["systemctl", "is-enabled", unit], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return unit if r.stdout.strip() in ("enabled", "enabled-runtime") else None
+
+
+def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
+    """Everything that can be wrong, in one look: the directory as the kubelet reads it, parks
+    (broken, parked copy missing, overdue), drift, interrupted operations, the configuration,
+    the version store, what cannot be written (a read-only manifest directory, store or run
+    directory) and the daemon: down while its unit is enabled, stuck, or reporting problems of
+    its own (its heartbeat's problems are listed too, once each, so doctor's count and the
+    daemon's agree). Exit 0 when nothing is wrong, 1 otherwise."""
+    from ..validate import validate_directory
+
+    eng = build_engine(args)
+    eng.check_manifest_dir()  # a missing directory is the one problem doctor cannot look past
+    unwritable = _unwritable(eng.layout)  # before the store is opened: a read-only one is named
+    eng.config  # load it now, so an invalid configuration is reported below  # noqa: B018
+    findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
+    st = eng.status()
+    daemon = heartbeat(eng.layout)
+    problems: list[dict[str, Any]] = []
+
+    def problem(code: str, message: str, **more: Any) -> None:
+        problems.append({"code": code, "message": message, **more})
+        out.say(f"problem[{code}]: {message}")
+
+    for f in findings:
+        out.say(f.format())
+    errors = sum(1 for f in findings if f.severity == "error")
+    for code, message, path in unwritable:
+        problem(code, message, path=path)
+    now = time.time()
+    for r in st["components"]:
+        p = r["parked"]
+        if r.get("park_broken"):
+            problem("park-broken", f"{r['component']} is parked but {r['file_name']} is live again: "
+                    "the kubelet runs it", component=r["component"])
+        if r["state"] == "missing":
+            problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
+                    f"(put it back, still parked, with: {PROG} rollback {shell_word(r['component'])})",
+                    component=r["component"])
+        if p and p.get("until"):
+            from datetime import datetime, timezone
+
+            until = datetime.strptime(p["until"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+            if until < now - 60:
+                problem("park-overdue", f"{r['component']} should have been unparked at {p['until']} "
+                        "(is staticpodd running?)", component=r["component"])
+        if r["drift"] and r["version"] is not None and r["state"] != "missing":
+            problem("drift", f"{r['file_name']} differs from its newest recorded version "
+                    f"(see: {PROG} diff {shell_word(r['component'])})", component=r["component"])
+    for name in st.get("untrackable", []):
+        problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
+                "cannot track its versions (rename it)", path=name)
+    for comp, other in eng.parks_bypassed():
+        problem("park-bypassed", f"{comp} is parked, but {other} defines the same pod: the kubelet runs it anyway "
+                f"(park or move {other} too)", component=comp, path=str(eng.layout.manifest_dir / other))
+    if st["interrupted"]:
+        problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
+    for exc in config_problems:
+        problem("config-invalid", str(exc))
+    from ..journal import journal_status
+
+    journal_ok, journal_detail = journal_status()
+    out.say(f"journal: {journal_detail}")
+    if not journal_ok:
+        problem("journal-unreachable", journal_detail)
+    out.say(f"daemon: {daemon['detail']}")
+    if daemon.get("stuck"):  # its own problems (an invalid manifest …) are reported above, from the directory
+        problem("daemon-unhealthy", daemon["detail"])  # not running at all is allowed: the CLI works alone
+    elif not daemon.get("running"):
+        unit = _unit_enabled_but_down(eng.layout)
+        if unit:  # ... unless systemd is meant to run it
+            problem("daemon-down", f"{unit} is enabled but the daemon is not running ({daemon['detail']}): nothing "
+                    "records edits, ends parks at their deadline or applies the policies (journalctl -u "
+                    f"{unit}; systemctl start {unit})")
+    # Counted as the daemon counts its heartbeat's problems (staticpodd.daemon.Daemon.problems),
+    # so that doctor and `status` agree: one per invalid file (however many findings it has),
+    # one per directory-level finding of severity error or warning (a stray, a duplicate pod ...),
+    # one per problem of doctor's own; then every problem the running daemon reports that is not
+    # among them yet (a failed write, a lock timeout ...), listed here once each.
+    seen = _finding_problem_keys(findings)
+    seen.update({(p["code"], _base(p.get("path"))): "error" for p in problems})
+    for p in daemon.get("problems") or []:
+        key = (p.get("code"), _base(p.get("path")))
+        if key in seen:
+            continue
+        seen[key] = "warning" if p.get("severity") == "warning" else "error"
+        problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
+                path=p.get("path"), severity=p.get("severity"), source="daemon")
+    integrity = "ok"
+    if eng.layout.db_path.exists():
+        integrity = eng.store._db.execute("PRAGMA integrity_check").fetchone()[0]
+    out.say(f"version store: {integrity}")
+    if integrity != "ok":
+        problem("store-corrupt", f"version store integrity check: {integrity}")
+    # Exit 1 for any problem of severity error; warnings alone (a stray, a loose mode) are counted
+    # and shown but exit 0, as before.
+    ok = errors == 0 and "error" not in seen.values()
+    if not seen:
+        out.say("no problems found")
+    else:
+        out.say(f"{len(seen)} problem(s) found" + (" (warnings only)" if ok else ""))
+    out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
+               interrupted=st["interrupted"], journal={"ok": journal_ok, "detail": journal_detail})
+    return EXIT_OK if ok else EXIT_FAILURE

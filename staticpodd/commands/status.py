@@ -1,0 +1,70 @@
+"""``staticpodctl status``: every component (live, parked, drift) and the daemon's health."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..errors import EXIT_OK
+from ..termsafe import note_names, shell_word
+from .health import heartbeat
+from .loading import build_engine
+from .output import PROG, Out, ago
+
+
+def cmd_status(args: argparse.Namespace, out: Out) -> int:
+    """Print the directory, the daemon and one row per component; exit 0."""
+    eng = build_engine(args)
+    st = eng.status()
+    note_names(n for r in st["components"] for n in (r["component"], r["file_name"]))
+    daemon = heartbeat(eng.layout)
+    now = time.time()
+    out.say(f"manifest directory: {st['manifest_dir']}")
+    out.say(f"daemon: {daemon['detail']}")
+    for prob in (daemon.get("problems") or []) if daemon["running"] else []:
+        out.say(f"  problem: {prob if isinstance(prob, str) else prob.get('message', prob)}")
+    if st["interrupted"]:
+        out.say(f"interrupted operations: {st['interrupted']} (run: staticpodctl recover)")
+    for name in st.get("untrackable", []):
+        out.warn(f"{PROG}: warning: {name}: the file name is not valid UTF-8; the kubelet reads it but "
+                 "staticpodd cannot track it (rename it, e.g. with: mv -- <name> <utf-8-name>)")
+    rows = st["components"]
+    if not rows:
+        out.say("no manifests")
+    else:
+        out.say(f"{'COMPONENT':<28} {'STATE':<7} {'VER':>4}  {'DIGEST':<12}  NOTE")
+        for r in rows:
+            notes = []
+            if r["stray"] and r["state"] == "live":
+                notes.append("STRAY: the kubelet runs this file too")
+            if r["drift"] and r["state"] != "missing":
+                notes.append("untracked: not recorded yet" if r["version"] is None
+                             else "drift: changed by someone else")
+            if r.get("park_broken"):
+                notes.append("PARK BROKEN: live again while parked")
+            if r["state"] == "removed":
+                notes.append(f"not in the directory any more; `{PROG} rollback {shell_word(r['component'])}` puts "
+                             f"version {r['version']} back")
+            if r.get("unparked_by_hand"):
+                notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shell_word(r['component'])}` "
+                             "closes the park record")
+            p = r["parked"]
+            if p:
+                from datetime import datetime
+
+                since = datetime.strptime(p["since"], "%Y-%m-%dT%H:%M:%SZ").timestamp() - time.timezone
+                text = f"parked {ago(now - since)} ago by {p['actor']}"
+                if p["until"]:
+                    until = datetime.strptime(p["until"], "%Y-%m-%dT%H:%M:%SZ").timestamp() - time.timezone
+                    left = until - now
+                    text += f", until {p['until']} (" + (f"{ago(left)} left" if left > 0 else "OVERDUE") + ")"
+                if p["reason"]:
+                    text += f": {p['reason']}"
+                if r["state"] == "missing":
+                    text = "PARKED COPY MISSING; " + text
+                notes.append(text)
+            ver = "-" if r["version"] is None else str(r["version"])
+            digest = (r["digest"] or "-")[:12]
+            out.say(f"{r['component']:<28} {r['state']:<7} {ver:>4}  {digest:<12}  {'; '.join(notes)}")
+    out.finish(True, **st, daemon=daemon)
+    return EXIT_OK

@@ -1,0 +1,27 @@
+"""``staticpodctl validate``: the validator's own verb (:mod:`staticpodd.validate.cli`) with the
+configuration's defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..termsafe import note_names
+from .loading import build_engine
+from .output import Out
+
+
+def cmd_validate(args: argparse.Namespace, out: Out) -> int:
+    """Run staticpodd.validate.cli.run_validate with the configuration as base options; exit 0, 1 or 2."""
+    from ..validate.cli import run_validate
+
+    args.base_options = build_engine(args).validate_options()  # config defaults; flags win
+    # names with a newline are shown escaped (termsafe.safe)
+    for p in getattr(args, "paths", None) or getattr(args, "path", None) or []:
+        note_names([os.path.basename(p)])
+        try:
+            note_names(os.listdir(p) if os.path.isdir(p) else [])
+        except OSError:
+            pass
+    return int(run_validate(args, sys.stdout))
