@@ -42,12 +42,20 @@ KUBELET_MAX_BYTES = 10 * 1024 * 1024
 
 _CRASHPOINT = os.environ.get("STATICPODD_TEST_CRASHPOINT")
 _PAUSEPOINT = os.environ.get("STATICPODD_TEST_PAUSEPOINT")  # "NAME:SECONDS"
+_FAILPOINT = os.environ.get("STATICPODD_TEST_FAILPOINT")
 
 
 def crashpoint(name: str) -> None:
     """Die with SIGKILL here when ``STATICPODD_TEST_CRASHPOINT == name`` (tests only)."""
     if _CRASHPOINT is not None and _CRASHPOINT == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def failpoint(name: str) -> None:
+    """Raise RuntimeError here when ``STATICPODD_TEST_FAILPOINT == name`` (tests only: stands
+    for a bug, the exception nobody planned for)."""
+    if _FAILPOINT is not None and _FAILPOINT == name:
+        raise RuntimeError(f"test failpoint {name}")
 
 
 def pausepoint(name: str) -> None:

@@ -164,10 +164,22 @@ class Daemon(LoopMixin):
         )
         self._note_proc_denied(denied)
         self._heartbeat()
+        stop_status = None
         try:
             self._loop()
+        except Exception as exc:  # a bug: say so in the journal, then exit for systemd to restart us
+            import traceback
+
+            self.exit_status = EXIT_FAILURE
+            stop_status = f"failed: internal error: {type(exc).__name__}"
+            self._say(f"internal error, stopping: {type(exc).__name__}: {exc}")
+            self.log(Event.DAEMON_ERROR, f"internal error, stopping (systemd restarts the daemon): "
+                     f"{type(exc).__name__}: {exc}", priority=ERR, error="internal-error",
+                     traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         finally:
-            self._shutdown(status=None if self.exit_status is None else "restarting: sandbox out of date")
+            if stop_status is None and self.exit_status is not None:
+                stop_status = "restarting: sandbox out of date"
+            self._shutdown(status=stop_status)
         return EXIT_OK if self.exit_status is None else self.exit_status
 
     def _first_reconcile(self) -> bool:

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterable
 
+from .. import fsops
 from ..errors import StaticpodError
 from ..journal import ERR, INFO, WARNING, Event
 from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings, stray_by_name
@@ -44,6 +45,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             if self._hup_requests != self._hup_handled:
                 self._reload()
                 next_rescan = now  # policies or directory may have changed
+            fsops.failpoint("daemon:loop")
             rewatched = self._check_watch()
             if self.exit_status is not None:
                 return
@@ -139,6 +141,10 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                 self._execute(plan)
         except StaticpodError as exc:
             self._say(f"restore on close of {', '.join(sorted(names))} deferred: {exc}")
+        except Exception as exc:  # a bug: reported, and the reconcile that follows still runs
+            self.log(Event.DAEMON_ERROR, f"internal error in the restore on close of {', '.join(sorted(names))} "
+                     f"(left to the reconcile; still serving): {type(exc).__name__}: {exc}", priority=ERR,
+                     error="internal-error")
 
     def _prune_if_due(self, next_prune: float | None) -> float | None:
         """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when

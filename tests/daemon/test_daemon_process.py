@@ -553,3 +553,17 @@ def test_reload_never_signals_a_process_that_is_not_the_daemon(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_an_unexpected_exception_in_the_loop_is_a_daemon_error_entry_and_exit_1(tmp_path, run_daemon, monkeypatch):
+    # Found by a newcomer (stop 16): a bug in the loop ended the daemon with a traceback on stderr
+    # only; the journal said nothing, so `journalctl -u staticpodd -p err` showed no reason.
+    monkeypatch.setenv("STATICPODD_TEST_FAILPOINT", "daemon:loop")
+    root = make_root(tmp_path)
+    d = run_daemon(root)
+    d.wait_ready()
+    assert d.proc.wait(15) == 1
+    e = wait_journal(root, "DAEMON_ERROR", lambda e: e.get("ERROR") == "internal-error")
+    assert "RuntimeError: test failpoint daemon:loop" in e["MESSAGE"]
+    assert "Traceback" in e["TRACEBACK"] and int(e["PRIORITY"]) == 3
+    assert d.heartbeat()["state"] == "stopped"
