@@ -20,7 +20,7 @@ from typing import Any
 
 from .commands.loading import config_problems
 from .commands.output import FORMAT_VERSION, PROG, Out, report_error
-from .commands.parser import VERBS, Parser, build_parser, first_word
+from .commands.parser import VERBS, Parser, build_parser, first_word, glue_dash_values
 from .errors import EXIT_FAILURE, EXIT_OK, FsError, StaticpodError
 
 __all__ = ["FORMAT_VERSION", "PROG", "VERBS", "Out", "build_parser", "main"]
@@ -28,14 +28,17 @@ __all__ = ["FORMAT_VERSION", "PROG", "VERBS", "Out", "build_parser", "main"]
 
 def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = glue_dash_values(list(sys.argv[1:] if argv is None else argv))
     config_problems.clear()  # main() can run more than once in one process (tests, embedding)
     Parser.json_mode = "--json" in argv
-    chosen = next((a for a in argv if a in VERBS), None)
+    first = first_word(argv)
+    # the verb is the first positional word; only when options argparse must place come first is
+    # it guessed from any word that names a verb (``--config park validate x``: validate, not park)
+    chosen = first if first in VERBS else next((a for a in argv if a in VERBS), None) if first is None else None
     Parser.verb = chosen
     # any spelling of it (even a wrong one) means the caller reads 2 as "changed": fail with 1
     Parser.detailed = any(a.startswith("--detailed") for a in argv)
-    parser = build_parser(chosen or "", only=chosen is not None and first_word(argv) == chosen)
+    parser = build_parser(chosen or "", only=chosen is not None and first == chosen)
     args = parser.parse_args(argv)
     if Parser.json_mode:
         args.json = True

@@ -295,6 +295,32 @@ def _wait_args(p: argparse.ArgumentParser, verb: str) -> None:
 _VALUE_OPTIONS = ("--root", "--manifest-dir", "--config", "--lock-timeout")
 
 
+#: options whose value may start with "-" (a negative duration or number); argparse takes
+#: ``--for -5m`` for two options ("expected one argument"), so such a value is glued on with "="
+_SIGNED_VALUE_OPTIONS = ("--for", "--until", "--keep-for", "--keep", "--lock-timeout", "--limit", "-n", "--to")
+
+
+def glue_dash_values(argv: list[str]) -> list[str]:
+    """``argv`` with ``OPTION -VALUE`` (e.g. ``--for -5m``) written ``OPTION=-VALUE`` for the options
+    in :data:`_SIGNED_VALUE_OPTIONS`, so the value reaches the verb's own check and its clear
+    message; nothing after ``--`` is touched."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out.extend(argv[i:])
+            break
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if a in _SIGNED_VALUE_OPTIONS and len(nxt) > 1 and nxt[0] == "-" and (nxt[1].isdigit() or nxt[1] == "."):
+            out.append(f"{a}={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def first_word(argv: list[str]) -> str | None:
     """The first positional word of ``argv`` (what argparse takes as the verb), or None when an
     option it cannot place comes first (then every sub-parser is built, for argparse's own error)."""

@@ -20,6 +20,9 @@ def cmd_prune(args: argparse.Namespace, out: Out) -> int:
         from ..engine import parse_duration
 
         keep_for = parse_duration(args.keep_for)
+        if keep_for <= 0:  # as --keep 0: "younger than nothing" would prune all but the protected versions
+            raise UsageError(f"--keep-for {args.keep_for}: keep versions for a duration longer than 0",
+                             hint="to keep only the newest versions by count, use --keep N (at least 1)")
     if args.keep is not None and args.keep < 1:
         raise UsageError(f"--keep {args.keep}: keep at least 1 version", hint="the newest version is always kept")
     from ..config import load_config
