@@ -14,7 +14,7 @@ run from the node, are the evidence. Public API::
                                   manifest_changed=..., manifest_dir=..., timeout=..., progress=...)
     outcome.ok / .state / .message / .details / .shadowing_file / .to_dict() / .raise_for_failure()
 
-    # what staticpodctl (cli.py) calls around a changing verb:
+    # what staticpodctl (commands/changing.py) calls around a changing verb:
     before = before_operation(args, engine, verb)   # park: --force check; --wait: snapshot
     status = run_wait(args, out, engine, verb, result, before=before)  # 0, or 6 (WaitTimeout)
 """
