@@ -168,6 +168,7 @@ class ParkVerbs(SwapVerbs):
             digest = digest_of(pst.data)
             from ..resources import validator_id
 
+            ident: tuple[str, str] | None
             if self.store.verdict(digest, validator_id()) is not True:
                 manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
                 ident = (manifest.namespace, manifest.name)

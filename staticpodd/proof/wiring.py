@@ -1,7 +1,7 @@
 """The two calls ``staticpodctl`` makes around a changing verb (issue 7).
 
-``commands/changing.py`` (for ``staticpodctl``) calls :func:`before_operation` before the engine swaps anything (for ``park`` always,
-for the other verbs only with ``--wait``) and :func:`run_wait` after a swap when ``--wait`` was
+``commands/changing.py`` calls :func:`before_operation` before the engine swaps anything (for
+``park`` always, for the other verbs only with ``--wait``) and :func:`run_wait` after a swap when ``--wait`` was
 given. Between them, the engine's verb does the swap; nothing here writes to the manifest
 directory except through the engine (``Engine.rollback``/``Engine.park`` for
 ``--rollback-on-failure``).
