@@ -148,8 +148,16 @@ def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
     return kubelet_refuses(items)
 
 
+def relist_words(relist: float | None) -> str:
+    """How soon the kubelet's next relist comes, in words: its ``fileCheckFrequency`` in seconds
+    (:func:`staticpodd.proof.kubeletconfig.file_check_frequency`), or "about 20 s" (its default)
+    when not known. KUBELET.md "When the kubelet looks"."""
+    return f"within {relist:g} s, its fileCheckFrequency" if relist else "about 20 s"
+
+
 def invalid_sentence(
-    file_name: str, summary: str, *, ours_only: int | None, limit: int | None, refused: bool = True
+    file_name: str, summary: str, *, ours_only: int | None, limit: int | None, refused: bool = True,
+    relist: float | None = None,
 ) -> tuple[str, int]:
     """``(MESSAGE start, priority)`` of an INVALID_LIVE report, without the policy note.
 
@@ -173,7 +181,7 @@ def invalid_sentence(
         )
     return (
         f"{file_name} fails validation ({summary or 'see staticpodctl validate'}); the kubelet drops "
-        "its pod at the next relist (about 20 s)",
+        f"its pod at the next relist ({relist_words(relist)})",
         ERR,
     )
 
@@ -188,7 +196,8 @@ def restore_note(ours_only: int | None) -> str:
     return "; restoring the last good version"
 
 
-def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] | None = None) -> Plan:
+def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] | None = None,
+                 relist: float | None = None) -> Plan:
     """Reports and actions for the engine's ``Change`` records from one scan.
 
     ``Change`` shape (``staticpodd.engine.Change``): ``component, file_name, location
@@ -263,7 +272,7 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
         ours_only = over_our_limit_only(findings, size)
         text, prio = invalid_sentence(
             str(file_name), summary, ours_only=ours_only, limit=getattr(config, "max_manifest_bytes", None),
-            refused=refused,
+            refused=refused, relist=relist,
         )
         plan.reports.append(
             Report(
@@ -475,6 +484,7 @@ __all__ = [
     "Report",
     "finding_event",
     "invalid_sentence",
+    "relist_words",
     "kubelet_drops",
     "is_directory_finding",
     "over_our_limit_only",

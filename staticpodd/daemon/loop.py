@@ -136,7 +136,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             with self.engine.locked():
                 self._scan_stats = self._live_stats()
                 changes = self.engine.scan(sorted(names), validate=True, log=False)
-                plan = plan_changes(changes, self.config, sizes=self._sizes())
+                plan = plan_changes(changes, self.config, sizes=self._sizes(), relist=self._relist())
                 self._track_changes(changes)
                 self._execute(plan)
         except StaticpodError as exc:
@@ -204,7 +204,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                     scope = names
                 self._scan_stats = self._live_stats()
                 changes = self.engine.scan(scope, validate=True, log=False)
-                plan = plan_changes(changes, self.config, sizes=self._sizes())
+                plan = plan_changes(changes, self.config, sizes=self._sizes(), relist=self._relist())
                 self._track_changes(changes)
                 if full or names or changes:
                     found = self.last_findings = self._directory_findings()

@@ -75,7 +75,8 @@ class PlanMixin(WriterHoldsMixin):
                 ours_only = over_our_limit_only(_get(ch, "findings") or [], size)
                 refused = kubelet_drops(_get(ch, "findings") or [], size)
                 text, _prio = invalid_sentence(
-                    file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused
+                    file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused,
+                    relist=self._relist(),
                 )
                 self.invalid_live[file_name] = {
                     "code": "invalid-live",
@@ -136,7 +137,8 @@ class PlanMixin(WriterHoldsMixin):
             new = name not in self.invalid_live
             ours_only = over_our_limit_only(fs, sizes.get(name))
             refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
-            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit, refused=refused)
+            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit, refused=refused,
+                                          relist=self._relist())
             if new:
                 self.invalid_live[name] = {
                     "code": "invalid-live",

@@ -37,6 +37,20 @@ class WriterHoldsMixin(DaemonBase):
             out[e.name] = (st.st_size, st.st_mtime_ns, st.st_ino)
         return out
 
+    def _relist(self) -> float:
+        """The kubelet's relist period in seconds (``fileCheckFrequency`` from
+        ``<root>/var/lib/kubelet/config.yaml``, 20 s when unset), for the messages that say when
+        the kubelet acts. Read at most every 10 s (cheap: one small file)."""
+        now = time.monotonic()
+        cached = getattr(self, "_relist_cache", None)
+        if cached is None or now - cached[0] > 10.0:
+            from ..layout import KUBELET_CONFIG, under_root
+            from ..proof.kubeletconfig import file_check_frequency
+
+            cached = (now, file_check_frequency(under_root(self.layout.root, KUBELET_CONFIG)))
+            self._relist_cache = cached
+        return cached[1]
+
     def _sizes(self) -> dict[str, int]:
         """Live file sizes in bytes from the last stat snapshot (see :meth:`_live_stats`)."""
         return {name: st[0] for name, st in self._scan_stats.items()}

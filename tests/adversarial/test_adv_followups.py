@@ -66,3 +66,23 @@ def test_a_negative_park_duration_is_named_not_an_argparse_riddle(kubeadm, ctl):
     assert "expected one argument" not in r.err
     assert "-5m" in r.err
     assert (kubeadm.manifests / "kube-scheduler.yaml").exists()
+
+
+def test_park_says_when_the_kubelet_acts_from_its_own_file_check_frequency(kubeadm, ctl):
+    # Found: the texts said "~20 s" (the kubelet's default) whatever the node's kubelet is set to.
+    kcfg = kubeadm.root / "var" / "lib" / "kubelet" / "config.yaml"
+    kcfg.parent.mkdir(parents=True)
+    kcfg.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    "fileCheckFrequency: 5s\n")
+    r = ctl("park", "kube-scheduler")
+    assert r.rc == 0, r.err
+    assert "within ~5 s (its fileCheckFrequency)" in r.out, r.out
+
+
+def test_the_daemon_s_invalid_file_message_names_the_configured_relist():
+    from staticpodd.reconcile import invalid_sentence
+
+    text, _ = invalid_sentence("x.yaml", "yaml-syntax", ours_only=None, limit=None, relist=5.0)
+    assert "at the next relist (within 5 s, its fileCheckFrequency)" in text
+    text, _ = invalid_sentence("x.yaml", "yaml-syntax", ours_only=None, limit=None)
+    assert "(about 20 s)" in text
