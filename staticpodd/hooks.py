@@ -31,7 +31,11 @@ and the ``STATICPODD_*`` variables in :data:`HOOK_ENV_KEYS`; stdin is ``/dev/nul
 working directory is ``/``; it is the leader of a new session and process group. When it
 exits, or when ``timeout`` expires, its whole process group is killed (SIGTERM, then SIGKILL
 after ``kill_grace`` seconds), so a hook cannot leave background children behind (use
-``setsid`` or ``systemd-run`` to start something that must outlive it).
+``setsid`` or ``systemd-run`` to start something that must outlive it). The same happens when
+the process running the hooks dies (``staticpodctl`` SIGKILLed, the daemon killed by its
+watchdog): a small watcher started beside each hook (:data:`_WATCHER`, in a session of its own)
+gets SIGTERM from the kernel when its parent dies (``PR_SET_PDEATHSIG``) and kills the hook's
+group the same way, so no pre-hook goes on running for a verb that no longer exists.
 """
 
 from __future__ import annotations
@@ -299,6 +303,57 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
         delay = min(delay * 2, 0.1)
 
 
+#: The watcher beside each hook: argv ``pgid parent_pid kill_grace``. On its parent's death the
+#: kernel sends it SIGTERM (prctl PR_SET_PDEATHSIG, Linux); it then kills the hook's process group
+#: (SIGTERM, ``kill_grace`` seconds, SIGKILL) and exits. The parent kills it (SIGKILL) as soon as
+#: the hook has exited, before the hook is reaped, so the pgid it holds is never a reused one.
+_WATCHER = r"""
+import ctypes, os, signal, sys, time
+pgid, parent, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+def end(*_):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            break
+        if sig == signal.SIGTERM:
+            time.sleep(grace)
+    os._exit(0)
+signal.signal(signal.SIGTERM, end)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+if os.getppid() != parent:
+    end()
+while True:
+    signal.pause()
+"""
+
+
+def _start_watcher(pgid: int, kill_grace: float) -> subprocess.Popen[bytes] | None:
+    """The :data:`_WATCHER` for the hook whose process group is ``pgid``; None when it cannot be
+    started (the hook then runs unwatched, as before: a failure here must not fail the verb)."""
+    import sys
+
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHER, str(pgid), str(os.getpid()), repr(kill_grace)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd="/", start_new_session=True, close_fds=True,
+        )
+    except OSError:
+        return None
+
+
+def _stop_watcher(watcher: subprocess.Popen[bytes] | None) -> None:
+    if watcher is None:
+        return
+    try:
+        watcher.kill()
+    except OSError:
+        pass
+    watcher.wait()
+
+
 def _run_one(
     cand: _Candidate, phase: str, verb: str, env: dict[str, str], timeout: float, kill_grace: float
 ) -> HookResult:
@@ -326,10 +381,14 @@ def _run_one(
                 stderr_tail=(f"cannot execute: {exc.strerror}",),
                 reason=f"cannot execute: {exc.strerror}",
             )
-        timed_out = not _wait_exit(proc, timeout)
-        if timed_out:
-            _killpg(proc.pid, signal.SIGTERM)
-            _wait_exit(proc, kill_grace)
+        watcher = _start_watcher(proc.pid, kill_grace)
+        try:
+            timed_out = not _wait_exit(proc, timeout)
+            if timed_out:
+                _killpg(proc.pid, signal.SIGTERM)
+                _wait_exit(proc, kill_grace)
+        finally:
+            _stop_watcher(watcher)
         # The leader has exited (or is about to be killed) but is not reaped yet, so its pgid is
         # still ours: SIGKILL whatever is left in its group (children that ignored SIGTERM, or
         # that a hook which exited normally left behind).

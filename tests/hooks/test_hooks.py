@@ -352,3 +352,30 @@ def test_a_failing_post_hook_is_a_warning_on_stderr_and_in_json_and_the_verb_suc
     assert r.returncode == 0
     [w] = json.loads(r.stdout)["warnings"]
     assert w["code"] == "hook-failed" and "post-unpark hook 10-notify exited with status 3" in w["message"]
+
+
+def test_a_pre_hook_does_not_outlive_a_sigkilled_staticpodctl(layout, make_hook, tmp_path, gone):
+    # Found by a newcomer (stop 16): `staticpodctl park` SIGKILLed while its pre-hook ran left the
+    # hook (and its children) running for a verb that no longer existed.
+    import subprocess
+    import sys
+    import time
+
+    from spd_testlib import REPO, small_pod
+
+    (layout.manifest_dir / "web.yaml").write_text(small_pod("web"))
+    pids = tmp_path / "pids"
+    make_hook("pre", "park", "10-slow", f"sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; wait")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    ctl = subprocess.Popen([sys.executable, "-m", "staticpodd.cli", "park", "web", "--root", str(layout.root)],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and len(pids.read_text().split()) == 2):
+        assert time.monotonic() < deadline, "the pre-hook never started"
+        time.sleep(0.05)
+    time.sleep(0.3)  # the watcher beside the hook is up
+    ctl.kill()
+    ctl.wait()
+    for pid in (int(p) for p in pids.read_text().split()):
+        assert gone(pid), f"process {pid} of the pre-hook outlived staticpodctl"
+    assert (layout.manifest_dir / "web.yaml").exists()  # the park never happened
