@@ -134,6 +134,10 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     for name in st.get("untrackable", []):
         problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
                 "cannot track its versions (rename it)", path=name)
+    for link in st.get("links_not_recorded", []):
+        problem("symlink-not-recorded", f"{link['file_name']}: a symlink to a file that is not a pod manifest "
+                f"({link['reason']}); the kubelet skips it; its bytes are not recorded (remove the link)",
+                path=str(eng.layout.manifest_dir / link["file_name"]))
     for comp, other in eng.parks_bypassed():
         problem("park-bypassed", f"{comp} is parked, but {other} defines the same pod: the kubelet runs it anyway "
                 f"(park or move {other} too)", component=comp, path=str(eng.layout.manifest_dir / other))

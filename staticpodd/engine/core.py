@@ -60,6 +60,8 @@ class EngineCore:
         #: Entries seen whose names are not valid UTF-8, as ``os.listdir`` gives them
         #: (surrogate-escaped): the kubelet reads them, we cannot track them (see _dir_names).
         self.untrackable: set[str] = set()
+        #: live symlinks whose target the kubelet refuses as a pod: never recorded (file -> why)
+        self.links_not_recorded: dict[str, str] = {}
         self._untrackable_logged: set[str] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []

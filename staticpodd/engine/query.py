@@ -89,8 +89,15 @@ class QueryVerbs(EngineCore):
                     st = self._state_at(loc, fn)
                 except FsError:
                     st = None
-                digest = digest_of(st.data) if st else None
                 head = store.head(comp) if store else None
+                if loc == "live" and st is not None and st.is_symlink and head is None:
+                    from ..refused import kubelet_refuses
+
+                    why = kubelet_refuses(st.data)
+                    if why is not None:  # a link to a secret or other non-manifest: named, not a row
+                        self.links_not_recorded[fn] = why
+                        continue
+                digest = digest_of(st.data) if st else None
                 rows[comp] = {
                     "component": comp,
                     "file_name": fn,
@@ -132,6 +139,9 @@ class QueryVerbs(EngineCore):
             "components": [rows[k] for k in sorted(rows)],
             # files the kubelet reads but staticpodd cannot track (names not valid UTF-8)
             "untrackable": sorted(printable_name(n) for n in self.untrackable),
+            # live symlinks to files that are not pod manifests: the kubelet skips them; not recorded
+            "links_not_recorded": [{"file_name": printable_name(n), "reason": why}
+                                   for n, why in sorted(self.links_not_recorded.items())],
             # intents whose process is gone: a live pid is an operation still under way
             "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }

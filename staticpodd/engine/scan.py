@@ -93,6 +93,9 @@ class ScanVerbs(GateCore):
             except FsError:
                 actual[key] = None
             st_read = actual[key]
+            if loc == "live" and st_read is not None and self._link_not_recorded(fn, st_read):
+                del actual[key]
+                continue
             if sig is not None and st_read is not None and time.time_ns() - sig[-1] > _RACY_NS:
                 read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
         for key, st in actual.items():
@@ -182,6 +185,26 @@ class ScanVerbs(GateCore):
                     )
         self._store_sigs(read_sigs)
         return changes
+
+    def _link_not_recorded(self, fn: str, st: fsops.FileState) -> bool:
+        """True (and journaled once, DIRECTORY_PROBLEM kind ``symlink-not-recorded``) when live
+        ``fn`` is a symlink whose bytes the kubelet refuses to decode as a pod: its target is not a
+        manifest (``/etc/shadow``, a kubeconfig with its private key), so its bytes are never copied
+        into the version store. The kubelet follows the link and skips the file (KUBELET.md "Which
+        files are pods"); ``status`` and ``doctor`` name it. A link to a real manifest is recorded."""
+        if not st.is_symlink:
+            return False
+        from ..refused import kubelet_refuses
+
+        why = kubelet_refuses(st.data)
+        if why is None:
+            return False
+        if fn not in self.links_not_recorded:
+            self._log(Event.DIRECTORY_PROBLEM, f"{printable_name(fn)}: a symlink to a file that is not a pod "
+                      f"manifest ({why}); the kubelet skips it; its bytes are not recorded (remove the link)",
+                      priority=WARNING, file_name=printable_name(fn), kind="symlink-not-recorded")
+        self.links_not_recorded[fn] = why
+        return True
 
     def _store_sigs(self, read_sigs: list[tuple[str, str, str]]) -> None:
         if read_sigs and not self.store.readonly:

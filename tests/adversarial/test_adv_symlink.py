@@ -29,3 +29,44 @@ def test_park_relative_symlink(sandbox, ctl_proc):
     u = ctl_proc("unpark", "web", "--json")
     assert u.returncode == 0, u.stdout
     assert (sandbox.manifests / "web.yaml").read_text() == small_pod("web", "nginx:1.27")
+
+
+def test_a_symlink_to_a_secret_file_is_named_but_its_bytes_are_never_recorded(sandbox, ctl, tmp_path):
+    # Found by a newcomer (stop 16): `ln -s /etc/shadow manifests/x.yaml` put the secret's bytes
+    # into the version store (and `show` printed them). The kubelet follows the link, cannot decode
+    # the file as a pod and skips it; staticpodd now names the link and records nothing of it.
+    import json
+
+    secret = tmp_path / "admin.conf"
+    secret.write_text("apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n"
+                      "    client-key-data: TOP-SECRET-KEY\n")
+    (sandbox.manifests / "admin.yaml").symlink_to(secret)
+    sandbox.write("web.yaml", small_pod("web"))
+    for verb in (("status", "--json"), ("park", "web"), ("unpark", "web"), ("recover",)):
+        ctl(*verb)
+    st = json.loads(ctl("status", "--json").out)
+    assert [c["component"] for c in st["components"]] == ["web"]
+    assert [link["file_name"] for link in st["links_not_recorded"]] == ["admin.yaml"]
+    assert "not a pod manifest" in ctl("status").err
+    doctor = json.loads(ctl("doctor", "--json").out)
+    assert "symlink-not-recorded" in {p["code"] for p in doctor["problems"]}
+    from staticpodd.layout import Layout
+    from staticpodd.store import VersionStore
+
+    store = VersionStore(Layout.build(sandbox.root).db_path)  # blobs are compressed: ask the store
+    try:
+        assert store.components() == ["web"]
+        assert all(b"TOP-SECRET-KEY" not in store.data(v.digest) for v in store.history("web"))
+    finally:
+        store.close()
+    assert "no recorded versions" in ctl("history", "admin").out
+
+
+def test_a_symlink_to_a_real_manifest_is_still_recorded(sandbox, ctl, tmp_path):
+    target = tmp_path / "pods" / "web.yaml"
+    target.parent.mkdir()
+    target.write_text(small_pod("web"))
+    (sandbox.manifests / "web.yaml").symlink_to(target)
+    ctl("status")
+    assert ctl("park", "other").rc != 0  # a changing verb scans first
+    assert ctl("history", "web").rc == 0
