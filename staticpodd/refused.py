@@ -40,8 +40,8 @@ def kubelet_refuses(data: bytes) -> str | None:
 
     try:
         decoded = decode(data, max_bytes=KUBELET_MAX_BYTES)
-    except DecodeProblem as problem:
-        return problem.message
+    except DecodeProblem as problem:  # raised: refused, by the kubelet unless it says it accepts
+        return None if problem.kubelet == "accepts" else problem.message
     except (RecursionError, MemoryError) as exc:  # pragma: no cover - the decoder's own limits
         return f"cannot decode: {type(exc).__name__}"
     for finding in identity_findings(decoded.doc, decoded.positions, "-"):

@@ -101,7 +101,30 @@ def _compose_first(text: str) -> tuple[Any, list[Any], yaml.YAMLError | None]:
     except yaml.composer.ComposerError as exc:
         if "found duplicate anchor" not in str(exc) or _CComposer is None:
             raise
+    except yaml.MarkedYAMLError as exc:
+        if "exceeded maximum nesting depth" in str(exc):
+            raise _too_deep_for_us(exc) from None
+        raise
     return _compose_with(_PyComposer, text)
+
+
+def _too_deep_for_us(exc: yaml.MarkedYAMLError) -> DecodeProblem:
+    """libyaml stops at 1000 nested levels; go-yaml v2 reads up to 10000 (``max_flow_level``,
+    ``max_indents``) and encoding/json up to 10000 (checked with the kubelet's own decode step,
+    tests/validate/y2j: flow nesting of 9999 runs). PyYAML's pure-Python scanner could go deeper
+    but is quadratic in the depth (40 s for 9999 levels), so such a file is refused as
+    staticpodd's own limit, ``kubelet="accepts"``: the daemon never restores over it as a file
+    the kubelet refuses, and the gate still keeps it out."""
+    mark = exc.problem_mark
+    return DecodeProblem(
+        "yaml-syntax",
+        "nested more than 1000 levels deep: staticpodd cannot check it (the kubelet reads up to "
+        "10000 levels and runs it if it is otherwise valid); refused by staticpodd",
+        line=mark.line + 1 if mark is not None else None,
+        column=mark.column + 1 if mark is not None else None,
+        hint="flatten the document",
+        kubelet="accepts",
+    )
 
 
 def _compose_with(cls: Any, text: str) -> tuple[Any, list[Any], yaml.YAMLError | None]:

@@ -441,3 +441,37 @@ def test_numbers_in_an_integer_field_agree_with_the_kubelets_pod_decoder(y2j, js
             problems.append(f"{v!r}: kubelet decode {'ok' if r['pod_ok'] else r['pod_error']}; ours "
                             f"{[f.code for f in findings if f.severity == 'error']}")
     assert not problems, "\n".join(problems)
+
+
+DEEP_POD = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers: []\n"
+
+
+def _deep_flow(n: int) -> bytes:
+    return DEEP_POD + b"x: " + b"[" * n + b"]" * n + b"\n"
+
+
+def _deep_block(n: int) -> bytes:
+    return DEEP_POD + b"y:\n" + b"".join(b" " * (i + 1) + b"a:\n" for i in range(n)) + b" " * (n + 1) + b"b\n"
+
+
+def test_deep_nesting_the_kubelet_reads_is_never_called_a_kubelet_refusal(y2j):
+    # Seen with y2j: go-yaml v2 and encoding/json read nesting up to 10000 levels (flow 9999 runs,
+    # 10000 is refused); libyaml stops at 1000, and our decoder called that a kubelet refusal, so
+    # the daemon's on_invalid: restore would have put old bytes over a file the kubelet runs.
+    from staticpodd.refused import kubelet_refuses
+
+    cases = {f"flow-{n}": _deep_flow(n) for n in (500, 999, 1000, 5000, 9999, 10001)}
+    cases.update({f"block-{n}": _deep_block(n) for n in (999, 1001, 3000)})
+    results = y2j(list(cases.values()))
+    wrong = []
+    for (name, data), go in zip(cases.items(), results, strict=True):
+        try:
+            decode(data, max_bytes=10 * 1024 * 1024)
+            level = "ok"
+        except DecodeProblem as p:
+            level = "staticpodd refuses" if p.kubelet == "accepts" else "kubelet refuses"
+        if go["ok"] and go["pod_ok"] and (level == "kubelet refuses" or kubelet_refuses(data) is not None):
+            wrong.append(f"{name}: the kubelet runs it, we say {level!r} / refused: {kubelet_refuses(data)!r}")
+        if not go["ok"] and level == "ok":
+            wrong.append(f"{name}: the kubelet refuses it ({go['error']}), we accept it")
+    assert not wrong, "\n".join(wrong)

@@ -43,8 +43,8 @@ def decoder_refuses(data: bytes) -> str | None:
     """The validator decoder's answer: the code that makes the kubelet refuse ``data``, or None."""
     try:
         decoded = decode(data, max_bytes=KUBELET_MAX_BYTES)
-    except DecodeProblem as problem:  # raised means refused by the kubelet itself
-        return problem.code
+    except DecodeProblem as problem:  # raised: refused, by the kubelet itself unless it says it accepts
+        return None if problem.kubelet == "accepts" else problem.code
     for finding in identity_findings(decoded.doc, decoded.positions, "f"):
         if finding.code in DECODE_CODES:
             return finding.code
@@ -109,6 +109,10 @@ EDGES: list = [
     pytest.param(b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "x": ' + b"[" * 9000 + b"]" * 9000 + b"}", id="json-deep-9000"),
     pytest.param(POD + b"x: " + b"[" * 10001 + b"]" * 10001 + b"\n", id="yaml-deep-10001"),
     pytest.param(POD + b"x: " + b"[" * 500 + b"]" * 500 + b"\n", id="yaml-deep-500"),
+    pytest.param(POD + b"x: " + b"[" * 999 + b"]" * 999 + b"\n", id="yaml-deep-999"),
+    pytest.param(POD + b"x: " + b"[" * 5000 + b"]" * 5000 + b"\n", id="yaml-deep-5000-kubelet-runs-it"),
+    pytest.param(POD + b"y:\n" + b"".join(b" " * (i + 1) + b"a:\n" for i in range(1500)) + b" " * 1501 + b"b\n",
+                 id="yaml-block-deep-1500-kubelet-runs-it"),
     pytest.param(POD + b"# caf\xe9\n", id="invalid-utf8-in-comment"),
     pytest.param(POD.replace(b"web", b"w\xffb"), id="invalid-utf8-in-name"),
     pytest.param(JSON_POD.replace(b"web", b"w\xffb"), id="json-invalid-utf8-in-string"),
