@@ -21,15 +21,9 @@ kubelet's API validation (ValidatePodCreate, static pod API references).
 from __future__ import annotations
 
 from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
+from staticpodd.validate.identity import DECODE_CODES
 
 __all__ = ["DECODE_CODES", "KUBELET_MAX_BYTES", "kubelet_refuses"]
-
-#: identity codes meaning "the kubelet cannot decode this as a pod" (tryDecodeSinglePod);
-#: name *validity* and the rest of ValidatePodCreate are the gate's
-DECODE_CODES = frozenset({
-    "empty", "not-an-object", "kind-missing", "not-a-pod", "api-version-missing", "wrong-api-version",
-    "name-missing",
-})
 
 
 def kubelet_refuses(data: bytes) -> str | None:

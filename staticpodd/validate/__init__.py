@@ -32,7 +32,7 @@ from staticpodd.decoding import decode
 from staticpodd.errors import InvalidManifest
 from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Context, Options, parse_version
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
-from staticpodd.validate.identity import identity_findings
+from staticpodd.validate.identity import DECODE_CODES, identity_findings
 from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
 
 __all__ = [
@@ -57,15 +57,7 @@ __all__ = [
     "verdict",
 ]
 
-_STOP_CODES = {
-    "empty",
-    "not-an-object",
-    "kind-missing",
-    "not-a-pod",
-    "api-version-missing",
-    "wrong-api-version",
-    "name-missing",
-}
+_STOP_CODES = DECODE_CODES
 _DEFAULT_OPTIONS = Options()
 
 

@@ -83,6 +83,15 @@ def dns1123_label_errors(value: str) -> str | None:
     return None
 
 
+#: The identity codes meaning "the kubelet cannot decode this as a pod" (tryDecodeSinglePod):
+#: validation stops at them. Name *validity* (``name-invalid`` …) and the rest of
+#: ValidatePodCreate come later.
+DECODE_CODES = frozenset({
+    "empty", "not-an-object", "kind-missing", "not-a-pod", "api-version-missing", "wrong-api-version",
+    "name-missing",
+})
+
+
 def identity_findings(doc: Any, positions: dict, path: str, node_name: str | None = None) -> list[Finding]:
     """Error Findings when ``doc`` is not one v1 Pod with a valid name (empty list when it is).
 

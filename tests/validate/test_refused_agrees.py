@@ -25,18 +25,7 @@ from spd_testlib import corpus_dir
 from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
 from staticpodd.decoding import decode
 from staticpodd.refused import kubelet_refuses
-from staticpodd.validate.identity import identity_findings
-
-#: identity codes meaning "the kubelet cannot decode this as a pod" (tryDecodeSinglePod)
-DECODE_CODES = {
-    "empty",
-    "not-an-object",
-    "kind-missing",
-    "not-a-pod",
-    "api-version-missing",
-    "wrong-api-version",
-    "name-missing",
-}
+from staticpodd.validate.identity import DECODE_CODES, identity_findings
 
 
 def decoder_refuses(data: bytes) -> str | None:
