@@ -38,7 +38,7 @@ class Parser(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
         # argparse makes a formatter for every add_argument (to check the metavar), and the
         # default one imports shutil (with zlib, bz2, lzma, fnmatch) for the terminal width
-        return self.formatter_class(prog=self.prog, width=_terminal_columns() - 2)
+        return self.formatter_class(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[call-arg]
 
     def error(self, message: str) -> Any:  # type: ignore[override]
         # under --detailed-exitcode 2 means "changed": a failure must not look like one
