@@ -6,7 +6,7 @@ Every action and event staticpodd takes is one journal entry: a human ``MESSAGE`
 event-specific extras. Manifest contents, and values taken from a manifest's command line, are
 never logged.
 
-Entries go through systemd-python's ``journal.send`` when the module imports and the journal
+Entries go through systemd-python's ``sendv`` (the fields ``journal.send`` would give) when it imports and the journal
 socket exists; otherwise one line per entry goes to stderr (a container, a CI box without
 journald). ``systemd/staticpodd.catalog`` has an entry for every MESSAGE_ID below
 (``journalctl -x`` explains them); a test keeps the two in step.
@@ -115,17 +115,41 @@ _sender_resolved = False
 
 
 def _resolve_sender() -> Callable[..., Any] | None:
+    """The function that sends one entry: systemd-python's ``sendv`` (what ``journal.send``
+    calls) when the journal is there, else None (stderr). Imported at the first entry, and from
+    systemd-python's C module alone: ``systemd.journal`` also imports logging, uuid, traceback
+    and ctypes (8-16 ms), which every changing verb would pay for one entry."""
     global _sender, _sender_resolved
     if not _sender_resolved:
         _sender_resolved = True
         if os.environ.get("STATICPODD_NO_JOURNAL") != "1" and os.path.exists(JOURNAL_SOCKET):
             try:
-                from systemd import journal as _journal  # type: ignore[import-not-found,attr-defined]
+                from systemd._journal import sendv  # type: ignore[import-not-found]
 
-                _sender = _journal.send
+                _sender = sendv
             except ImportError:
-                _sender = None
+                try:
+                    from systemd import journal as _journal  # type: ignore[import-not-found,attr-defined]
+
+                    _sender = _journal.sendv
+                except (ImportError, AttributeError):
+                    _sender = None
     return _sender
+
+
+def _send(sender: Callable[..., Any], message: str, fields: dict[str, str]) -> None:
+    """Send one entry through ``sender`` (``sendv``) with the fields ``systemd.journal.send``
+    gives it: ``MESSAGE``, ``MESSAGE_ID``, the caller's ``CODE_FILE``/``CODE_LINE``/``CODE_FUNC``
+    (the frame that called this), then ``fields``. Raises what sendv raises (OSError, ValueError)."""
+    caller = sys._getframe(1)
+    code = caller.f_code
+    args = ["MESSAGE=" + message]
+    rest = dict(fields)
+    if "MESSAGE_ID" in rest:
+        args.append("MESSAGE_ID=" + rest.pop("MESSAGE_ID"))
+    args += [f"CODE_FILE={code.co_filename}", f"CODE_LINE={caller.f_lineno:d}", f"CODE_FUNC={code.co_name}"]
+    args += [f"{key}={value}" for key, value in rest.items()]
+    sender(*args)
 
 
 class Journal:
@@ -158,7 +182,7 @@ class Journal:
         sender = _resolve_sender()
         if sender is not None:
             try:
-                sender(message, **out)
+                _send(sender, message, out)
                 return
             except (OSError, ValueError):  # ValueError: covers UnicodeError and a NUL in a field
                 pass

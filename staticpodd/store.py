@@ -569,6 +569,19 @@ class VersionStore:
         with self.transaction() as db:
             db.execute("DELETE FROM observed WHERE key = ?", (key,))
 
+    def live_identities(self) -> dict[str, tuple[str, bool, str | None, str | None]]:
+        """Each live file whose observed bytes were read with a known stat signature (see
+        :meth:`sigs`): ``file_name -> (sig, identity known, namespace, name)``, the pod identity
+        cached for those bytes (:meth:`identity`; ``None, None``: not a Pod). One query for the
+        duplicate-pod checks, which stat each file and trust this only while its stat is the same."""
+        if self._old_schema:
+            return {}
+        rows = self._db.execute(
+            "SELECT o.file_name, o.sig, i.digest IS NOT NULL, i.namespace, i.name FROM observed o "
+            "LEFT JOIN identities i ON i.digest = o.digest WHERE o.location = 'live' AND o.sig IS NOT NULL"
+        )
+        return {r[0]: (r[1], bool(r[2]), r[3], r[4]) for r in rows}
+
 
 def _guard(name: str, fn: Any) -> Any:
     import functools

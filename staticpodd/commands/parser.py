@@ -10,6 +10,7 @@ imports the validator) nor any other. A verb's handler is named, not imported
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,11 @@ class Parser(argparse.ArgumentParser):
     verb: str | None = None  # the verb named on the command line, if any (set by main())
     detailed = False  # --detailed-exitcode is on the command line (set by main())
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every add_argument (to check the metavar), and the
+        # default one imports shutil (with zlib, bz2, lzma, fnmatch) for the terminal width
+        return self.formatter_class(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[call-arg]
+
     def error(self, message: str) -> Any:  # type: ignore[override]
         # under --detailed-exitcode 2 means "changed": a failure must not look like one
         status = EXIT_FAILURE if Parser.detailed else EXIT_USAGE
@@ -43,6 +49,21 @@ class Parser(argparse.ArgumentParser):
             sys.exit(status)
         self.print_usage(sys.stderr)
         self.exit(status, f"{self.prog}: error: {message}\n")
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil: ``$COLUMNS`` when it is
+    a positive number, else the width of the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _common(p: argparse.ArgumentParser, *, top: bool) -> None:

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from .. import fsops
 from ..errors import Conflict, FsError, StaticpodError, StoreError, UnknownComponent, UsageError
 from ..journal import INFO, Event, Journal
-from ..layout import Layout, component_of
+from ..layout import MANIFEST_SUFFIXES, Layout, component_of
 from ..lock import DEFAULT_TIMEOUT, FileLock, default_notify
 from ..store import Observed, VersionStore
 from ..termsafe import note_names, printable_name
-from .fsfacts import _regular_files, is_utf8_name
+from .fsfacts import _entry_is_file, is_utf8_name
 from .model import Actor, OpWarning, Target, _q
 
 
@@ -162,34 +162,46 @@ class EngineCore:
         and one such file must not stop every other component from being managed. The kubelet
         still reads it (KUBELET.md "Which files are pods"); ``status`` and ``doctor`` say so.
         """
+        return self._listed(directory, files_only=False)
+
+    def _listed(self, directory: Path, *, files_only: bool) -> list[str]:
+        """:meth:`_dir_names`, or with ``files_only`` just the entries that are files or links
+        to files, from one ``os.scandir`` (the entry type comes with the listing: a stat is made
+        only for links and for names that are not UTF-8)."""
         try:
-            names = os.listdir(directory)
+            with os.scandir(directory) as it:
+                entries = list(it)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        note_names(names)  # a newline in a name is escaped wherever it is shown (termsafe.safe)
+        note_names([e.name for e in entries])  # a newline in a name is escaped wherever it is shown
         out = []
-        for e in names:
-            if e.startswith("."):
+        for e in entries:
+            name = e.name
+            if name.startswith("."):
                 continue
-            if not is_utf8_name(e):
-                if directory == self.layout.manifest_dir and os.path.isfile(directory / e):
-                    self.untrackable.add(str(directory / e))  # what the kubelet reads (not dirs, not ours)
+            if not is_utf8_name(name):
+                if directory == self.layout.manifest_dir and _entry_is_file(e):
+                    self.untrackable.add(str(directory / name))  # what the kubelet reads (not dirs, not ours)
                 continue
-            out.append(e)
-        return sorted(out)
+            if files_only and not _entry_is_file(e):
+                continue
+            out.append(name)
+        out.sort()
+        return out
 
     def live_names(self) -> list[str]:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
         kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist."""
-        names = self._dir_names(self.layout.manifest_dir)
-        files = _regular_files(self.layout.manifest_dir)  # d_type from one scandir: no stat per file
-        return [n for n in names if n in files]
+        return self._listed(self.layout.manifest_dir, files_only=True)
 
     def parked_names(self) -> list[str]:
         """File names of the parked copies."""
-        names = self._dir_names(self.layout.parked_dir)
-        files = _regular_files(self.layout.parked_dir)
-        return [n for n in names if n in files]
+        return self._listed(self.layout.parked_dir, files_only=True)
+
+    def _is_file_at(self, location: str, file_name: str) -> bool:
+        """Whether ``file_name`` (a non-dot UTF-8 name) is among :meth:`live_names` (``live``) or
+        :meth:`parked_names` (``parked``), without listing the directory: one stat."""
+        return os.path.isfile(self._path(location, file_name))
 
     def component_for(self, file_name: str) -> str:
         """The component a file in the directory belongs to: its stem (``web`` for ``web.yaml``),
@@ -243,15 +255,16 @@ class EngineCore:
                 f"'{printable_name(name)}' is not valid UTF-8: staticpodd cannot track such a file",
                 hint="rename it (mv -- OLD NEW) to a UTF-8 name; the kubelet reads it under any name",
             )
-        live = self.live_names()
-        parked = self.parked_names()
-        for pool, is_live in ((live, True), (parked, False)):
-            if name in pool:
-                other = name in (parked if is_live else live)
-                return Target(self.component_for(name), name, True if is_live else other, other if is_live else True)
-        # component_for(n) is n itself or its stem: only those files can be this component (no
-        # store queries for every other file on the node)
-        matches = sorted({n for n in live + parked if component_of(n) == name and self.component_for(n) == name})
+        # only ``name`` itself and ``name`` + a manifest suffix can be this component (component_for(n)
+        # is n or its stem): a few stats, not a listing of the directory (park's cost must not grow
+        # with the node)
+        in_live, in_parked = self._is_file_at("live", name), self._is_file_at("parked", name)
+        if in_live or in_parked:
+            return Target(self.component_for(name), name, in_live, in_parked)
+        where = {fn: (self._is_file_at("live", fn), self._is_file_at("parked", fn))
+                 for fn in (name + suffix for suffix in MANIFEST_SUFFIXES)}
+        where = {fn: w for fn, w in where.items() if w[0] or w[1]}
+        matches = sorted(fn for fn in where if self.component_for(fn) == name)
         if len(matches) > 1:
             raise Conflict(
                 f"component {name!r} matches several files: {', '.join(matches)}",
@@ -259,7 +272,7 @@ class EngineCore:
             )
         if matches:
             fn = matches[0]
-            return Target(name, fn, fn in live, fn in parked)
+            return Target(name, fn, *where[fn])
         head = self.store.head(name) if self.layout.db_path.exists() else None
         if head is None and self.layout.db_path.exists():
             head = self.store.head(component_of(name))
@@ -278,7 +291,7 @@ class EngineCore:
                 f"{comp} is not in {self.layout.manifest_dir}: its file was removed (newest version {head.seq})",
                 hint=f"put it back with: staticpodctl rollback {_q(comp)}",
             )
-        known = sorted({self.component_for(n) for n in live + parked})
+        known = sorted({self.component_for(n) for n in self.live_names() + self.parked_names()})
         import difflib
 
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)

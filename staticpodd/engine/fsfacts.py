@@ -25,13 +25,21 @@ def _sig_text(sig: tuple[int, ...]) -> str:
     return ",".join(map(str, sig))
 
 
-def _stat_sig(path: Path) -> tuple[int, ...] | None:
+def _stat_sig(path: str | Path) -> tuple[int, ...] | None:
     """``(size, mtime_ns, ino, dev, mode, uid, gid, ctime_ns)`` of what ``path`` points to, or None."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
+
+
+def _entry_is_file(entry: os.DirEntry[str]) -> bool:
+    """``entry.is_file()`` (a file or a link to one), False when it cannot be told (OSError)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _regular_files(directory: Path) -> set[str]:

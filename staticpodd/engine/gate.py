@@ -10,6 +10,7 @@ parked under another component.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from ..errors import Conflict, InvalidManifest
 from ..journal import WARNING, Event
 from ..layout import component_of
-from ..store import Observed, digest_of
+from ..store import digest_of
 from ..termsafe import printable_name
 from .core import EngineCore
 from .fsfacts import _sig_text, _stat_sig
@@ -150,22 +151,18 @@ class GateCore(EngineCore):
         kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
         names across files")."""
         out = []
-        known: dict[str, Observed] = {}
-        sigs: dict[str, str] = {}
-        if self.layout.db_path.exists():
-            known, sigs = self.store.observed(), self.store.sigs()
+        # one query for every live file's cached identity and stat signature, then one stat per
+        # file: a file whose stat is what it was when its bytes were read is not read again
+        cached = self.store.live_identities() if self.layout.db_path.exists() else {}
+        base = os.path.join(self.layout.manifest_dir, "")
         for other in self.live_names():
             if other == besides:
                 continue
-            key = f"live/{other}"
-            obs, sig = known.get(key), sigs.get(key)
-            if obs is not None and sig is not None and (now := _stat_sig(self._path("live", other))) is not None \
-                    and _sig_text(now) == sig:
-                cached = self.store.identity(obs.digest)  # unchanged since read: its recorded bytes
-                if cached is not None:
-                    if (cached if cached[0] is not None else None) == ident:
-                        out.append(other)
-                    continue
+            row = cached.get(other)
+            if row is not None and row[1] and (now := _stat_sig(base + other)) is not None and _sig_text(now) == row[0]:
+                if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
+                    out.append(other)
+                continue
             st = self._state_at("live", other)
             if st is not None and self.pod_identity(st.data) == ident:
                 out.append(other)

@@ -1,0 +1,76 @@
+"""Issue 14: what park and unpark do must depend on the component asked, not on how many others
+the node has, while the duplicate-pod checks (KUBELET.md "Duplicate names across files") still
+see every live file. Counted (store queries, directory listings), never timed."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from spd_testlib import small_pod
+
+from staticpodd import store as store_mod
+from staticpodd.engine import Actor, Engine
+from staticpodd.errors import Conflict
+from staticpodd.journal import Journal
+from staticpodd.layout import Layout
+
+
+@pytest.fixture
+def eng(sandbox, monkeypatch):
+    monkeypatch.setenv("STATICPODD_NO_JOURNAL", "1")
+    for i in range(30):
+        sandbox.write(f"p{i:02d}.yaml", small_pod(f"p{i:02d}"))
+    old = time.time() - 60
+    for p in sandbox.manifests.iterdir():
+        if p.is_file():
+            os.utime(p, (old, old))
+    e = Engine(Layout.build(sandbox.root), actor=Actor("t", 0), journal=Journal("staticpodctl", str(sandbox.root)))
+    newest = max(os.stat(p).st_ctime for p in sandbox.manifests.iterdir() if p.is_file())
+    time.sleep(max(0.0, newest + 2.1 - time.time()))  # past the racy window: signatures get stored
+    with e.locked():
+        e.scan(log=False)
+    e.park("p05")
+    e.unpark("p05")  # every identity cached
+    yield e
+    e.close()
+
+
+def _count(monkeypatch, cls: type, name: str) -> list[int]:
+    calls = [0]
+    real = getattr(cls, name)
+
+    def counted(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
+def test_park_asks_the_store_no_identity_per_other_file(eng, monkeypatch) -> None:
+    identity = _count(monkeypatch, store_mod.VersionStore, "identity")
+    eng.park("p05")
+    eng.unpark("p05")
+    assert identity[0] <= 4  # the component's own bytes; not one query for each of the 29 others
+
+
+def test_resolving_a_name_lists_no_directory(eng, monkeypatch) -> None:
+    listed: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda p=".": listed.append(str(p)) or real(p))
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p=".": listed.append(str(p)) or real_listdir(p))
+    t = eng.resolve("p07")
+    assert (t.component, t.file_name, t.live, t.parked) == ("p07", "p07.yaml", True, False)
+    t = eng.resolve("p07.yaml")
+    assert (t.component, t.file_name, t.live, t.parked) == ("p07", "p07.yaml", True, False)
+    assert listed == []
+
+
+def test_a_twin_edited_by_hand_is_still_seen_by_park(eng, sandbox) -> None:
+    # p09.yaml now defines p05's pod; its stat changed, so its cached identity is not trusted
+    sandbox.write("p09.yaml", small_pod("p05"))
+    with pytest.raises(Conflict, match="p09.yaml also defines pod"):
+        eng.park("p05")

@@ -1,0 +1,57 @@
+"""Issue 14 (start-up): what a verb's process imports. Checked in a fresh interpreter by module
+name, never timed: the figures are in tests/bench/bench_scale.py row 5."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+from spd_testlib import JOURNAL_SOCKET
+
+from staticpodd.journal import Event
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+
+
+def test_a_journal_entry_does_not_import_systemd_journal_and_keeps_its_fields() -> None:
+    assert JOURNAL_SOCKET.exists()
+    root = f"/tmp/startup-imports-{uuid.uuid4().hex}"
+    out = _run(
+        "import sys, os; os.environ.pop('STATICPODD_NO_JOURNAL', None)\n"
+        "from staticpodd.journal import Journal, Event, NOTICE\n"
+        f"Journal('staticpodctl', {root!r}).log(Event.PARKED, 'x: parked x.yaml', priority=NOTICE,"
+        " component='x', file_name='x.yaml', version=3, reason=None)\n"
+        "print(sorted(m for m in ('systemd.journal', 'logging', 'uuid', 'ctypes') if m in sys.modules))\n"
+    )
+    assert out.strip() == "[]"
+    got = None
+    for _ in range(50):
+        lines = subprocess.run(["journalctl", "--no-pager", "-o", "json", f"STATICPODD_ROOT={root}"],
+                               capture_output=True, text=True).stdout.splitlines()
+        if lines:
+            got = json.loads(lines[-1])
+            break
+        time.sleep(0.1)
+    assert got is not None, "the entry did not reach the journal"
+    assert got["MESSAGE"] == "x: parked x.yaml"
+    assert got["MESSAGE_ID"] == Event.PARKED.message_id
+    assert (got["PRIORITY"], got["SYSLOG_IDENTIFIER"], got["STATICPODD_EVENT"]) == ("5", "staticpodctl", "PARKED")
+    assert (got["COMPONENT"], got["FILE_NAME"], got["VERSION"]) == ("x", "x.yaml", "3")
+    assert "REASON" not in got
+    # what systemd.journal.send adds: the frame that sent it
+    assert got["CODE_FILE"].endswith("staticpodd/journal.py") and got["CODE_FUNC"] == "log"
+    assert int(got["CODE_LINE"]) > 0
+
+
+def test_building_a_verbs_parser_does_not_import_shutil() -> None:
+    out = _run(
+        "import sys\nfrom staticpodd.commands.parser import build_parser\n"
+        "p = build_parser('status', only=True); p.parse_args(['status'])\n"
+        "print(sorted(m for m in ('shutil', 'lzma', 'bz2') if m in sys.modules))\n"
+    )
+    assert out.strip() == "[]"
