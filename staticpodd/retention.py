@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .layout import component_of
-from .storerows import DIGEST_HEX
+from .storerows import DIGEST_HEX, digest_keys
 from .tallies import carry_over, tally
 
 
@@ -189,8 +189,8 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
                               (cp.component, seq)).fetchone()
             doomed.add(d)
     if dry_run:
-        orphans = _orphans(store, doomed, plans)
-        freed = sum(_size(store, d) for d in orphans)
+        orphans = _orphans(db, doomed, plans)
+        freed = sum(_size(db, d) for d in orphans)
         return PruneResult(plans, len(orphans), freed, True)
     with store.transaction():
         for cp in plans:
@@ -205,10 +205,10 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
                 db.execute("DELETE FROM observed WHERE component = ?", (cp.component,))
                 db.execute("DELETE FROM components WHERE component = ?", (cp.component,))
         orphans = [d for d in sorted(doomed) if db.execute(
-            "SELECT 1 FROM versions WHERE digest = ? LIMIT 1", (store._key(d),)).fetchone() is None]
-        freed = sum(_size(store, d) for d in orphans)
+            "SELECT 1 FROM versions WHERE digest IN (?, ?) LIMIT 1", digest_keys(d)).fetchone() is None]
+        freed = sum(_size(db, d) for d in orphans)
         # blobs are keyed by the digest's raw bytes (schema 4), the caches by its hex
-        db.executemany("DELETE FROM blobs WHERE digest = ?", [(store._key(d),) for d in orphans])
+        db.executemany("DELETE FROM blobs WHERE digest IN (?, ?)", [digest_keys(d) for d in orphans])
         for table in ("verdicts", "facts", "identities"):
             db.executemany(f"DELETE FROM {table} WHERE digest = ?", [(d,) for d in orphans])
     from .journal import INFO, Event
@@ -240,17 +240,17 @@ def _valid(engine: Any, digest: str, shown: str, comp: str) -> bool:
     return ok
 
 
-def _size(store: Any, digest: str) -> int:
-    row = store._db.execute("SELECT size FROM blobs WHERE digest = ?", (store._key(digest),)).fetchone()
+def _size(db: Any, digest: str) -> int:
+    row = db.execute("SELECT size FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
     return int(row[0]) if row else 0
 
 
-def _orphans(store: Any, doomed: set[str], plans: list[ComponentPlan]) -> list[str]:
+def _orphans(db: Any, doomed: set[str], plans: list[ComponentPlan]) -> list[str]:
     """Digests (hex) in ``doomed`` that no version outside the plans references (dry run)."""
     gone = {(cp.component, s) for cp in plans for s in cp.seqs}
     out = []
     for d in sorted(doomed):
-        refs = store._db.execute("SELECT component, seq FROM versions WHERE digest = ?", (store._key(d),)).fetchall()
+        refs = db.execute("SELECT component, seq FROM versions WHERE digest IN (?, ?)", digest_keys(d)).fetchall()
         if all((c, s) in gone for c, s in refs):
             out.append(d)
     return out

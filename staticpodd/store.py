@@ -55,6 +55,7 @@ from .storerows import (
     ParkRecord,
     Version,
     digest_key,
+    digest_keys,
     digest_of,
     iso,
 )
@@ -123,7 +124,6 @@ class VersionStore:
         self.path = path
         self.readonly = bool(readonly)
         self._old_schema = False  # a read-only schema-2 store: raw blobs, no components table
-        self._schema = SCHEMA_VERSION  # what a read-only store holds (< 4: hex text digests), else this one's
         #: why it could not be opened read-write (None: asked for read-only, or it was not)
         self._rw_error: BaseException | None = None
         try:
@@ -179,8 +179,7 @@ class VersionStore:
                 last = exc
                 continue
             self._db = db
-            self._schema = 0 if row is None else int(row[0])
-            self._old_schema = self._schema < 3  # read as it is: no upgrade without writing
+            self._old_schema = row is None or int(row[0]) < 3  # read as it is: no upgrade without writing
             if row is not None and int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(
                     f"the version store has schema {row[0]}, newer than this staticpodd understands "
@@ -310,10 +309,12 @@ class VersionStore:
         if action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}")
         digest = digest_of(data)
-        key = digest_key(digest)
         now = time.time() if created_at is None else created_at
         with self.transaction() as db:
-            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (key,)).fetchone() is None:
+            # the version refers to the blob row as it is keyed (hex text if an older writer made it)
+            row = db.execute("SELECT digest FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
+            key = row[0] if row is not None else digest_key(digest)
+            if row is None:
                 codec, stored = blobcodec.encode(data)
                 db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)",
                            (key, len(data), stored, codec))
@@ -363,8 +364,8 @@ class VersionStore:
 
     def data(self, digest: str) -> bytes:
         """The bytes stored under ``digest``. Raises StoreError when missing (a corrupt store)."""
-        row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest = ?" if self._old_schema else
-                               "SELECT codec, data FROM blobs WHERE digest = ?", (self._key(digest),)).fetchone()
+        row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest IN (?, ?)" if self._old_schema else
+                               "SELECT codec, data FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
         if row is None:
             raise StoreError(f"the version store has no bytes for digest {digest[:12]}", path=str(self.path))
         try:
@@ -377,12 +378,6 @@ class VersionStore:
                              hint="the store is damaged; check the file with sqlite3")
         return data
 
-    def _key(self, digest: str) -> bytes | str:
-        """How ``digest`` (hex) is stored in ``blobs``/``versions`` of this store: raw bytes from
-        schema 4 on (:func:`staticpodd.storerows.digest_key`), the hex text itself in an older
-        store opened read-only. Used by :mod:`staticpodd.retention` too."""
-        return digest_key(digest) if self._schema >= 4 else digest
-
     def components(self) -> list[str]:
         """Every component that has at least one version, sorted (the ``components`` table: no
         scan of every version)."""
@@ -394,7 +389,8 @@ class VersionStore:
         """True when some version of ``component`` has these bytes."""
         return (
             self._db.execute(
-                "SELECT 1 FROM versions WHERE component = ? AND digest = ? LIMIT 1", (component, self._key(digest))
+                "SELECT 1 FROM versions WHERE component = ? AND digest IN (?, ?) LIMIT 1",
+                (component, *digest_keys(digest))
             ).fetchone()
             is not None
         )

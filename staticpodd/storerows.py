@@ -9,7 +9,8 @@ Digests in the two tables that grow with every version, ``blobs`` and ``versions
 raw sha256 bytes (a ``BLOB``, schema 4), not the 64-character hex text: stored once in each row
 (and once more in each index entry), the hex was a third of a small manifest's row. Every other
 table, every row returned and every API above the store keep the hex text (:func:`digest_key`
-turns one into the other; :data:`DIGEST_HEX` reads one back as hex in SQL).
+turns one into the other, :func:`digest_keys` gives both for lookups that must also find rows an
+older writer keyed by hex; :data:`DIGEST_HEX` reads one back as hex in SQL).
 """
 
 from __future__ import annotations
@@ -125,6 +126,13 @@ def digest_key(digest: str) -> bytes | str:
         if raw.hex() == digest:
             return raw
     return digest
+
+
+def digest_keys(digest: str) -> tuple[bytes | str, str]:
+    """Both values a hex ``digest`` may be stored as in ``blobs``/``versions``, for ``digest IN
+    (?, ?)``: its raw bytes (schema 4) and its hex text (a schema-2/3 store opened read-only, or
+    a row the previous release's daemon wrote after the upgrade, before it was restarted)."""
+    return digest_key(digest), digest
 
 
 def digest_of(data: bytes) -> str:

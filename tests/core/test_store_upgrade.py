@@ -280,3 +280,32 @@ def test_an_upgrade_killed_midway_leaves_the_schema_3_store_usable(v3_store: Pat
         assert _dump(v3_store) == before
     finally:
         store.close()
+
+
+def test_rows_the_previous_release_writes_after_the_upgrade_are_read_too(v3_store: Path) -> None:
+    """The branch point's daemon, still running while a new staticpodctl upgrades the store,
+    goes on writing hex text digests until it is restarted: those rows stay readable, and the
+    same bytes recorded again refer to that blob row (no foreign-key failure, no second copy)."""
+    VersionStore(v3_store).close()  # upgraded to 4
+    data = b"apiVersion: v1\nkind: Pod\n# written by the old daemon\n"
+    digest = hashlib.sha256(data).hexdigest()
+    codec, stored = blobcodec.encode(data)
+    db = sqlite3.connect(v3_store)  # the statements schema-3 code runs, verbatim
+    db.execute("PRAGMA foreign_keys=ON")
+    db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)", (digest, len(data), stored, codec))
+    db.execute("INSERT INTO versions(component, seq, file_name, digest, size, mode, uid, gid, action, actor, "
+               "actor_via, reason, location, created_at) VALUES ('etcd', 4, 'etcd.yaml', ?, ?, NULL, NULL, NULL, "
+               "'external', 'external', NULL, NULL, 'live', 2.0)", (digest, len(data)))
+    db.commit()
+    db.close()
+    store = VersionStore(v3_store)
+    try:
+        v = store.head("etcd")
+        assert (v.seq, v.digest) == (4, digest) and store.data(digest) == data and store.knows_digest("etcd", digest)
+        again = store.record("kube-apiserver", "kube-apiserver.yaml", data, action="apply", actor="root")
+        assert again.digest == digest and store.data(again.digest) == data
+        assert store._db.execute("SELECT COUNT(*) FROM blobs WHERE digest IN (?, ?)",
+                                 (bytes.fromhex(digest), digest)).fetchone()[0] == 1
+        assert store._db.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        store.close()
