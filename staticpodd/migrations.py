@@ -46,10 +46,12 @@ def columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
 
-def to_v3(db: sqlite3.Connection) -> int:
+def to_v3(db: sqlite3.Connection, *, rebuild_blobs: bool = True) -> int:
     """Bring a schema-1/2 store to schema 3 inside the open transaction. Returns how many blobs
-    were rewritten compressed. Raises ValueError when a compressed blob would not decode to its
-    digest (a codec bug: nothing is changed, the caller rolls the transaction back)."""
+    were rewritten compressed. ``rebuild_blobs=False`` leaves ``blobs`` a rowid table, for a
+    :func:`to_v4` that rebuilds it anyway right after (one copy of every blob, not two). Raises
+    ValueError when a compressed blob would not decode to its digest (a codec bug: nothing is
+    changed, the caller rolls the transaction back)."""
     if "codec" not in columns(db, "blobs"):
         db.execute("ALTER TABLE blobs ADD COLUMN codec TEXT NOT NULL DEFAULT 'raw'")
     rewritten = 0
@@ -73,7 +75,7 @@ def to_v3(db: sqlite3.Connection) -> int:
             db.execute("UPDATE blobs SET codec = ?, data = ? WHERE digest = ?", (codec, packed, digest))
             rewritten += 1
     sql = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'blobs'").fetchone()[0]
-    if "WITHOUT ROWID" not in sql.upper():
+    if rebuild_blobs and "WITHOUT ROWID" not in sql.upper():
         # keyed by the digest alone: the rowid table's extra index repeated every digest
         db.execute("CREATE TABLE blobs_v3 (digest TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL, "
                    "codec TEXT NOT NULL DEFAULT 'raw') WITHOUT ROWID")
@@ -100,7 +102,7 @@ def upgrade(db: sqlite3.Connection, from_version: int) -> bool:
     (nothing is changed: the caller rolls back)."""
     changed = False
     if from_version < 3:
-        changed |= to_v3(db) > 0
+        changed |= to_v3(db, rebuild_blobs=False) > 0  # to_v4 rebuilds blobs next
     if from_version < 4:
         changed |= to_v4(db)
     return changed
