@@ -161,15 +161,12 @@ def v3_store(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_v3_fixture_is_a_branch_point_store(v3_store: Path) -> None:
-    db = sqlite3.connect(v3_store)
+def test_opening_a_schema_3_store_upgrades_it_keeping_every_row(v3_store: Path) -> None:
+    db = sqlite3.connect(v3_store)  # the fixture is what the branch point writes
     assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
     assert {r[0] for r in db.execute("SELECT typeof(digest) FROM versions UNION SELECT typeof(digest) FROM blobs")} \
         == {"text"}
     db.close()
-
-
-def test_opening_a_schema_3_store_upgrades_it_keeping_every_row(v3_store: Path) -> None:
     before = _dump(v3_store)
     size_before = v3_store.stat().st_size
     # read-only first: an old store that cannot be written is read as it is, hex digests and all
@@ -288,6 +285,9 @@ def test_rows_the_previous_release_writes_after_the_upgrade_are_read_too(v3_stor
     same bytes recorded again refer to that blob row (no foreign-key failure, no second copy)."""
     VersionStore(v3_store).close()  # upgraded to 4
     data = b"apiVersion: v1\nkind: Pod\n# written by the old daemon\n"
+    db = sqlite3.connect(v3_store)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+    db.close()
     digest = hashlib.sha256(data).hexdigest()
     codec, stored = blobcodec.encode(data)
     db = sqlite3.connect(v3_store)  # the statements schema-3 code runs, verbatim
