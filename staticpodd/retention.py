@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .layout import component_of
+from .storerows import DIGEST_HEX, digest_keys
 from .tallies import carry_over, tally
 
 
@@ -119,7 +120,7 @@ def plan(engine: Any, policy: Policy, now: float) -> list[ComponentPlan]:
     parked_comps = {engine.component_for(fn) for fn in engine.parked_names()}
     out: list[ComponentPlan] = []
     for comp in store.components():
-        rows = db.execute("SELECT seq, digest, created_at, file_name FROM versions WHERE component = ? "
+        rows = db.execute(f"SELECT seq, {DIGEST_HEX}, created_at, file_name FROM versions WHERE component = ? "
                           "ORDER BY seq DESC", (comp,)).fetchall()
         if not rows:
             continue
@@ -184,8 +185,8 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
     doomed: set[str] = set()
     for cp in plans:
         for seq in cp.seqs:
-            (d,) = db.execute("SELECT digest FROM versions WHERE component = ? AND seq = ?", (cp.component, seq)
-                              ).fetchone()
+            (d,) = db.execute(f"SELECT {DIGEST_HEX} FROM versions WHERE component = ? AND seq = ?",
+                              (cp.component, seq)).fetchone()
             doomed.add(d)
     if dry_run:
         orphans = _orphans(db, doomed, plans)
@@ -203,10 +204,12 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
                 db.execute("DELETE FROM events WHERE component = ?", (cp.component,))
                 db.execute("DELETE FROM observed WHERE component = ?", (cp.component,))
                 db.execute("DELETE FROM components WHERE component = ?", (cp.component,))
-        orphans = [d for d in sorted(doomed)
-                   if db.execute("SELECT 1 FROM versions WHERE digest = ? LIMIT 1", (d,)).fetchone() is None]
+        orphans = [d for d in sorted(doomed) if db.execute(
+            "SELECT 1 FROM versions WHERE digest IN (?, ?) LIMIT 1", digest_keys(d)).fetchone() is None]
         freed = sum(_size(db, d) for d in orphans)
-        for table in ("blobs", "verdicts", "facts", "identities"):
+        # blobs are keyed by the digest's raw bytes (schema 4), the caches by its hex
+        db.executemany("DELETE FROM blobs WHERE digest IN (?, ?)", [digest_keys(d) for d in orphans])
+        for table in ("verdicts", "facts", "identities"):
             db.executemany(f"DELETE FROM {table} WHERE digest = ?", [(d,) for d in orphans])
     from .journal import INFO, Event
 
@@ -238,16 +241,16 @@ def _valid(engine: Any, digest: str, shown: str, comp: str) -> bool:
 
 
 def _size(db: Any, digest: str) -> int:
-    row = db.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchone()
+    row = db.execute("SELECT size FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
     return int(row[0]) if row else 0
 
 
 def _orphans(db: Any, doomed: set[str], plans: list[ComponentPlan]) -> list[str]:
-    """Digests in ``doomed`` that no version outside the plans references (dry run)."""
+    """Digests (hex) in ``doomed`` that no version outside the plans references (dry run)."""
     gone = {(cp.component, s) for cp in plans for s in cp.seqs}
     out = []
     for d in sorted(doomed):
-        refs = db.execute("SELECT component, seq FROM versions WHERE digest = ?", (d,)).fetchall()
+        refs = db.execute("SELECT component, seq FROM versions WHERE digest IN (?, ?)", digest_keys(d)).fetchall()
         if all((c, s) in gone for c, s in refs):
             out.append(d)
     return out

@@ -4,6 +4,9 @@ Tables (schema version :data:`SCHEMA_VERSION`):
 
 ``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to,
               compressed (``codec``, :mod:`staticpodd.blobcodec`; schema 3, :mod:`staticpodd.migrations`).
+              Here and in ``versions`` the digest is its 32 raw bytes (schema 4,
+              :func:`staticpodd.storerows.digest_key`); everywhere else, and in every row returned,
+              it is the hex text.
 ``components`` every component with at least one version (no ``SELECT DISTINCT`` over versions).
 ``versions``  one row per recorded version: component, seq (1, 2, 3 … per component), file name,
               digest, size, mode/uid/gid, action, actor, reason, time, and where the bytes were
@@ -46,10 +49,13 @@ from .errors import StoreError, UnknownVersion
 from .storerows import (
     _SCHEMA,
     _VERSION_COLS,
+    _VERSION_SELECT,
     Intent,
     Observed,
     ParkRecord,
     Version,
+    digest_key,
+    digest_keys,
     digest_of,
     iso,
 )
@@ -66,7 +72,8 @@ __all__ = [
     "iso",
 ]
 
-SCHEMA_VERSION = 3  # 3: compressed blobs, a components table (staticpodd.migrations)
+#: 3: compressed blobs, a components table; 4: digests of blobs/versions as raw bytes (staticpodd.migrations)
+SCHEMA_VERSION = 4
 _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
 #: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
@@ -196,7 +203,7 @@ class VersionStore:
         if row is None or int(row[0]) < SCHEMA_VERSION:
             from . import migrations
 
-            # the upgrade rebuilds blobs (WITHOUT ROWID): foreign keys are checked again after it,
+            # the upgrade rebuilds blobs and versions: foreign keys are checked again after it,
             # and the PRAGMA is a no-op inside a transaction
             self._db.execute("PRAGMA foreign_keys=OFF")
             with self.transaction():
@@ -204,7 +211,7 @@ class VersionStore:
                     if stmt.strip():
                         self._db.execute(stmt)
                 try:
-                    rewritten = migrations.to_v3(self._db)
+                    changed = migrations.upgrade(self._db, 0 if row is None else int(row[0]))
                 except ValueError as exc:
                     raise StoreError(f"cannot upgrade the version store: {exc}", path=str(self.path),
                                      hint="nothing was changed; check the file with sqlite3") from exc
@@ -212,7 +219,7 @@ class VersionStore:
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
             self._db.execute("PRAGMA foreign_keys=ON")
-            if rewritten:
+            if changed:
                 migrations.vacuum_after(self._db)
 
     def close(self) -> None:
@@ -304,17 +311,20 @@ class VersionStore:
         digest = digest_of(data)
         now = time.time() if created_at is None else created_at
         with self.transaction() as db:
-            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchone() is None:
+            # the version refers to the blob row as it is keyed (hex text if an older writer made it)
+            row = db.execute("SELECT digest FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
+            key = row[0] if row is not None else digest_key(digest)
+            if row is None:
                 codec, stored = blobcodec.encode(data)
                 db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)",
-                           (digest, len(data), stored, codec))
+                           (key, len(data), stored, codec))
             db.execute("INSERT OR IGNORE INTO components(component) VALUES (?)", (component,))
             (seq,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM versions WHERE component = ?", (component,)
             ).fetchone()
             db.execute(
                 f"INSERT INTO versions({_VERSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (component, seq, file_name, digest, len(data), mode, uid, gid, action, actor, actor_via,
+                (component, seq, file_name, key, len(data), mode, uid, gid, action, actor, actor_via,
                  reason, location, now),
             )
         return Version(component, seq, file_name, digest, len(data), mode, uid, gid, action, actor, actor_via,
@@ -323,14 +333,14 @@ class VersionStore:
     def head(self, component: str) -> Version | None:
         """The newest version of ``component``, or None when nothing is recorded."""
         row = self._db.execute(
-            f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT 1", (component,)
+            f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT 1", (component,)
         ).fetchone()
         return Version(*row) if row else None
 
     def get(self, component: str, seq: int) -> Version:
         """Version ``seq`` of ``component``. Raises UnknownVersion."""
         row = None if not 1 <= seq <= _INT64_MAX else self._db.execute(
-            f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? AND seq = ?", (component, seq)
+            f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? AND seq = ?", (component, seq)
         ).fetchone()
         if row is None:
             head = self.head(component)
@@ -343,7 +353,7 @@ class VersionStore:
     def history(self, component: str, *, limit: int | None = None) -> list[Version]:
         """Versions of ``component``, oldest first (the newest ``limit`` when given)."""
         rows = self._db.execute(
-            f"SELECT {_VERSION_COLS} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT ?",
+            f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT ?",
             (component, -1 if limit is None or limit > _INT64_MAX else max(limit, 0)),
         ).fetchall()
         return [Version(*r) for r in reversed(rows)]
@@ -354,8 +364,8 @@ class VersionStore:
 
     def data(self, digest: str) -> bytes:
         """The bytes stored under ``digest``. Raises StoreError when missing (a corrupt store)."""
-        row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest = ?" if self._old_schema else
-                               "SELECT codec, data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        row = self._db.execute("SELECT 'raw', data FROM blobs WHERE digest IN (?, ?)" if self._old_schema else
+                               "SELECT codec, data FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
         if row is None:
             raise StoreError(f"the version store has no bytes for digest {digest[:12]}", path=str(self.path))
         try:
@@ -379,7 +389,8 @@ class VersionStore:
         """True when some version of ``component`` has these bytes."""
         return (
             self._db.execute(
-                "SELECT 1 FROM versions WHERE component = ? AND digest = ? LIMIT 1", (component, digest)
+                "SELECT 1 FROM versions WHERE component = ? AND digest IN (?, ?) LIMIT 1",
+                (component, *digest_keys(digest))
             ).fetchone()
             is not None
         )

@@ -4,6 +4,13 @@
 tables are described in :mod:`staticpodd.store`), :class:`Version`, :class:`ParkRecord`,
 :class:`Intent`, :class:`Observed`, and :func:`digest_of`/:func:`iso`. Split out of store.py
 (issue 15); ``staticpodd.store`` re-exports every name, which is where callers import them from.
+
+Digests in the two tables that grow with every version, ``blobs`` and ``versions``, are the 32
+raw sha256 bytes (a ``BLOB``, schema 4), not the 64-character hex text: stored once in each row
+(and once more in each index entry), the hex was a third of a small manifest's row. Every other
+table, every row returned and every API above the store keep the hex text (:func:`digest_key`
+turns one into the other, :func:`digest_keys` gives both for lookups that must also find rows an
+older writer keyed by hex; :data:`DIGEST_HEX` reads one back as hex in SQL).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (
-    digest TEXT PRIMARY KEY,
+    digest BLOB PRIMARY KEY,
     size INTEGER NOT NULL,
     data BLOB NOT NULL,
     codec TEXT NOT NULL DEFAULT 'raw'
@@ -26,7 +33,7 @@ CREATE TABLE IF NOT EXISTS versions (
     component TEXT NOT NULL,
     seq INTEGER NOT NULL,
     file_name TEXT NOT NULL,
-    digest TEXT NOT NULL REFERENCES blobs(digest),
+    digest BLOB NOT NULL REFERENCES blobs(digest),
     size INTEGER NOT NULL,
     mode INTEGER,
     uid INTEGER,
@@ -98,6 +105,34 @@ CREATE TABLE IF NOT EXISTS facts (
 );
 CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
 """
+
+
+#: SQL reading the ``digest`` column of ``blobs``/``versions`` as lower-case hex text, whatever the
+#: schema: a BLOB (schema 4) is hexed; text (schema <= 3, or a digest the upgrade could not read
+#: as hex and kept as it was) is returned as it is.
+DIGEST_HEX = "(CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END)"
+
+
+def digest_key(digest: str) -> bytes | str:
+    """The value a hex ``digest`` is stored as in ``blobs``/``versions`` (schema 4): its 32 raw
+    bytes. Anything that is not canonical lower-case sha256 hex (64 characters) is returned as
+    the text it is, which matches no BLOB (so looking it up finds nothing, as before) and is
+    exactly how the upgrade keeps such a value (:func:`staticpodd.migrations.to_v4`)."""
+    if len(digest) == 64:
+        try:
+            raw = bytes.fromhex(digest)
+        except ValueError:
+            return digest
+        if raw.hex() == digest:
+            return raw
+    return digest
+
+
+def digest_keys(digest: str) -> tuple[bytes | str, str]:
+    """Both values a hex ``digest`` may be stored as in ``blobs``/``versions``, for ``digest IN
+    (?, ?)``: its raw bytes (schema 4) and its hex text (a schema-2/3 store opened read-only, or
+    a row the previous release's daemon wrote after the upgrade, before it was restarted)."""
+    return digest_key(digest), digest
 
 
 def digest_of(data: bytes) -> str:
@@ -183,6 +218,8 @@ _VERSION_COLS = (
     "component, seq, file_name, digest, size, mode, uid, gid, action, actor, actor_via, reason, "
     "location, created_at"
 )
+#: what ``SELECT`` reads for a :class:`Version` (the digest as hex, :data:`DIGEST_HEX`)
+_VERSION_SELECT = _VERSION_COLS.replace(" digest,", f" {DIGEST_HEX},")
 
 
 @dataclass(frozen=True)

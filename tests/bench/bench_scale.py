@@ -20,9 +20,9 @@ What it prints (each row: small case, large case, ratio, goal):
 5. Start-up of park / status / apply / ``validate FILE`` vs a bare ``python3 -I -c pass``.
    Goals: read verbs <= 2.5x, park/unpark <= 3x, apply and validate <= 3.5x.
 6. The store of real-size manifests (the corpus's kube-apiserver, ``--versions`` / 5 edits) vs
-   per-blob gzip, and the upgrade of a schema-2 store (written by the first release's code from
-   ``git archive main``) with ``--versions`` versions: seconds to open (upgrade) it, size before
-   and after.
+   per-blob gzip, and the upgrade of a schema-2 and a schema-3 store (written by that code,
+   ``git archive`` of :data:`OLD_STORES`' commits) with ``--versions`` versions: seconds to open
+   (upgrade) it, size before and after.
 7. Daemon, ``--components`` manifests, ``rescan_interval: 1``: YAML parses, JSON decodes and
    validation calls during three full rescans of the unchanged directory (goal 0), counted by
    tests/daemon/count_parses.py; and write-to-recorded latency, p99 of 40 single edits 0.25 s
@@ -215,19 +215,26 @@ def real_store_ratio(tmp: Path, versions: int) -> Row:
     return Row(f"store of {versions} kube-apiserver versions vs gzip", gz / 1024, size / 1024, 1.2, unit="KB")
 
 
-def upgrade_figures(tmp: Path, versions: int) -> str:
-    """Build a schema-2 store with the first release's code (``git archive main``), then open it
-    with this tree's VersionStore (the upgrade). Returns a printed line."""
-    old = tmp / "main-code"
+#: (commit, its schema): stores written by older code, upgraded by this tree's on open. bc6b9da^ is
+#: the first release (schema 2); 6ecb680 the last schema-3 code (issue 14's branch point).
+OLD_STORES = (("bc6b9da^", 2), ("6ecb680", 3))
+
+
+def upgrade_figures(tmp: Path, versions: int, ref: str, schema: int) -> str:
+    """Build a schema-``schema`` store with the code of commit ``ref`` (``git archive``), then open
+    it with this tree's VersionStore (the upgrade). Returns a printed line."""
+    from staticpodd.store import SCHEMA_VERSION
+
+    old = tmp / f"code-{schema}"
     old.mkdir()
-    arch = subprocess.run(["git", "-C", str(REPO), "archive", "main", "staticpodd"], capture_output=True)
+    arch = subprocess.run(["git", "-C", str(REPO), "archive", ref, "staticpodd"], capture_output=True)
     if arch.returncode != 0:
-        return f"  store upgrade: skipped (no main branch to build a schema-2 store: {arch.stderr.decode().strip()})"
+        return f"  store upgrade: skipped (no {ref} to build a schema-{schema} store: {arch.stderr.decode().strip()})"
     subprocess.run(["tar", "-x", "-C", str(old)], input=arch.stdout, check=True)
-    path = tmp / "v2" / "versions.sqlite3"
+    path = tmp / f"v{schema}" / "versions.sqlite3"
     code = (
         "import sys; from pathlib import Path; from staticpodd.store import VersionStore, SCHEMA_VERSION\n"
-        "assert SCHEMA_VERSION == 2, SCHEMA_VERSION\n"
+        f"assert SCHEMA_VERSION == {schema}, SCHEMA_VERSION\n"
         f"s = VersionStore(Path({str(path)!r}))\n"
         f"base = Path({str(CORPUS / '03-zetaoss-kubeadm-kube-scheduler.yaml')!r}).read_bytes()\n"
         "with s.transaction():\n"
@@ -243,7 +250,7 @@ def upgrade_figures(tmp: Path, versions: int) -> str:
     ok = all(store.data(v.digest) for v in store.history("kube-scheduler", limit=5))
     store.close()
     after = sum(p.stat().st_size for p in path.parent.iterdir())
-    return (f"  store upgrade 2 -> 3, {versions} versions: {took:.2f} s, {before / 1024:.0f} KB -> {after / 1024:.0f} KB "
+    return (f"  store upgrade {schema} -> {SCHEMA_VERSION}, {versions} versions: {took:.2f} s, {before / 1024:.0f} KB -> {after / 1024:.0f} KB "
             f"({after / before:.2f}x){'' if ok else '  DATA MISMATCH'}")
 
 
@@ -322,7 +329,9 @@ def burst_figures(tmp: Path, count: int = 200) -> tuple[float, float, int, int]:
         try:
             while len(got) < len(want) and time.monotonic() < deadline:
                 marks = ",".join("?" * len(want))
-                rows = con.execute(f"SELECT component, digest FROM versions WHERE digest IN ({marks})",
+                # schema 4 keeps versions.digest as raw bytes, older stores as hex text
+                hexed = "(CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END)"
+                rows = con.execute(f"SELECT component, {hexed} FROM versions WHERE {hexed} IN ({marks})",
                                    list(want.values())).fetchall()
                 now = time.monotonic()
                 for comp, dg in rows:
@@ -398,7 +407,7 @@ def main() -> int:
 
         # 6. real-size manifests, and the upgrade of a first-release store
         rows.append(real_store_ratio(tmp, max(1, args.versions // 5)))
-        upgrade_line = upgrade_figures(tmp, args.versions)
+        upgrade_lines = [upgrade_figures(tmp, args.versions, ref, schema) for ref, schema in OLD_STORES]
 
         # 5. start-up vs a bare interpreter
         bare = timed([sys.executable, "-I", "-c", "pass"], args.runs)
@@ -429,7 +438,7 @@ def main() -> int:
         for row in rows:
             print(row.line())
         ok = all(r.ok for r in rows)
-        print(upgrade_line)
+        print("\n".join(upgrade_lines))
 
         # 4. the daemon
         if not args.skip_daemon:

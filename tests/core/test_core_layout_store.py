@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import stat
@@ -95,6 +96,20 @@ def test_versions_are_numbered_per_component_and_identical_bytes_are_stored_once
     assert store.data(store.get("etcd", 2).digest) == b"B"
     assert store.get("etcd", 2).reason == "bump"
     assert store.components() == ["etcd", "kube-scheduler"]
+
+
+def test_blobs_and_versions_keep_the_digest_as_32_raw_bytes_and_every_row_returned_has_the_hex(
+        store: VersionStore) -> None:
+    """Issue 14: the hex digest written twice per version (blob key, version row) was most of what
+    a small manifest's version cost on disk."""
+    v = store.record("etcd", "etcd.yaml", b"A" * 100, action="apply", actor="root")
+    assert v.digest == hashlib.sha256(b"A" * 100).hexdigest()
+    db = store._db
+    assert db.execute("SELECT typeof(digest), length(digest) FROM versions").fetchall() == [("blob", 32)]
+    assert db.execute("SELECT digest FROM blobs").fetchall() == [(bytes.fromhex(v.digest),)]
+    assert store.head("etcd") == v == store.get("etcd", 1) == store.history("etcd")[0]
+    assert store.knows_digest("etcd", v.digest) and store.data(v.digest) == b"A" * 100
+    assert not store.knows_digest("etcd", "not-hex") and not store.knows_digest("etcd", v.digest.upper())
 
 
 def test_asking_for_a_missing_version_names_the_range(store: VersionStore) -> None:

@@ -45,7 +45,7 @@ def recorded(root: Path) -> set[str]:
         return set()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return {r[0] for r in con.execute("SELECT digest FROM versions")}
+        return {r[0] for r in con.execute("SELECT lower(hex(digest)) FROM versions")}  # raw bytes (schema 4)
     except sqlite3.Error:
         return set()
     finally:
