@@ -608,7 +608,7 @@ def _guard(name: str, fn: Any) -> Any:
 
 
 _READS = {"head", "get", "history", "count", "sigs", "data", "components", "knows_digest", "events", "park_of", "parks",
-          "expired_parks", "intents", "identity", "fact", "verdict", "observed"}
+          "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
               and n not in ("transaction", "after_intent", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))
