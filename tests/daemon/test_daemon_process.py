@@ -318,7 +318,7 @@ def test_an_interrupted_park_is_finished_before_ready(tmp_path, run_daemon):
     d.wait_ready()
     rec = wait_journal(root, "RECOVERED", lambda e: e.get("COMPONENT") == "kube-scheduler")
     assert rec["OUTCOME"] == "finished"
-    ready_at = [e for e in journal(root, "DAEMON_STARTED")][0]
+    ready_at = wait_journal(root, "DAEMON_STARTED")  # the background journal may not have sent it yet
     assert int(rec["__REALTIME_TIMESTAMP"]) <= int(ready_at["__REALTIME_TIMESTAMP"])
     assert d.heartbeat()["summary"]["parked"] == 1
 
