@@ -23,6 +23,7 @@ class ReloadMixin(StatusMixin, WatchMixin):
         target = self._hup_requests
         self.state = "reloading"
         self._restore_failed.clear()  # a reload is a reason to try failed restores again
+        self._valid_digests.clear()  # verdicts depend on kubernetes_version, max_manifest_bytes …
         self.notifier.reloading()
         self._heartbeat()
         try:
