@@ -100,9 +100,10 @@ class Tmpfs:
         ballast = self.path / name
         have = ballast.stat().st_size if ballast.exists() else 0
         target = max(0, have + self.free() - free_bytes)
+        # one descriptor for the truncate and the writes: between a truncate and a reopen the
+        # daemon under test can take the freed space, and the reopen then fails with ENOSPC
         with open(ballast, "ab") as fh:
             fh.truncate(0)
-        with open(ballast, "wb") as fh:
             chunk = b"\0" * 4096
             left = target
             try:
