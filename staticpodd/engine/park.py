@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsops
-from ..errors import AlreadyParked, Conflict, FsError, LiveFileExists, NotParked, UsageError
+from ..errors import AlreadyParked, Conflict, FsError, InvalidManifest, LiveFileExists, NotParked, UsageError
 from ..journal import NOTICE, Event
 from ..layout import component_of
 from ..store import digest_of, iso
-from .model import Result, _human_duration, _q
+from .model import OpWarning, Result, _human_duration, _q
 from .swap import SwapVerbs
 
 
@@ -169,9 +169,14 @@ class ParkVerbs(SwapVerbs):
             from ..resources import validator_id
 
             ident: tuple[str, str] | None
+            warnings: list[OpWarning] = []
             if self.store.verdict(digest, validator_id()) is not True:
-                manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
-                ident = (manifest.namespace, manifest.name)
+                try:
+                    manifest, _ = self.gate(pst.data, str(self._path("parked", fn)), component=comp)
+                    ident = (manifest.namespace, manifest.name)
+                except InvalidManifest as exc:
+                    warnings = self._ran_before_the_park(comp, fn, digest, exc)  # or raises exc
+                    ident = self.pod_identity(pst.data)
             else:  # these exact bytes passed this exact validator before
                 ident = self.pod_identity(pst.data)
             if ident:
@@ -202,7 +207,7 @@ class ParkVerbs(SwapVerbs):
             self._hooks("post", "unpark", component=comp, file_name=fn, reason=reason, version=version.seq,
                         digest=digest)
             return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}{recovered_note}",
-                          location="live", version=version, digest=digest, park=rec)
+                          location="live", version=version, digest=digest, park=rec, warnings=warnings)
 
     def discard_park(self, name: str, *, reason: str | None = None) -> Result:
         """End a park without starting anything: delete the parked copy (its bytes are recorded:
@@ -313,6 +318,24 @@ class ParkVerbs(SwapVerbs):
             f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
             "copy win, move the live file out of the directory first, then unpark",
         )
+
+    def _ran_before_the_park(self, comp: str, fn: str, digest: str, exc: InvalidManifest) -> list[OpWarning]:
+        """The warnings for unparking bytes only staticpodd's own rules refuse (a key given twice,
+        a second document, a stricter Kubernetes minor: README "Deliberate strictness"), when they
+        are the very bytes that were parked: the kubelet ran them before the park and runs them
+        again, and a park must never become permanent because the rules are stricter than the
+        kubelet (a deadline unpark cannot ask anyone). Re-raises ``exc`` when the kubelet itself
+        refuses them or the parked copy was changed since the park."""
+        from ..validate import kubelet_refuses
+
+        rec = self.store.park_of(comp)
+        if kubelet_refuses(exc.findings) or rec is None or rec.digest != digest:
+            raise exc
+        codes = ", ".join(sorted({f.code for f in exc.findings if f.severity == "error"}))
+        return [OpWarning(str(self._path("live", fn)),
+                          f"put back although staticpodd's own rules refuse these bytes ({codes}): the kubelet runs "
+                          "them, and they ran before the park; fix them with: staticpodctl edit "
+                          f"{_q(comp)}", code="unparked-despite-strictness")]
 
     @staticmethod
     def _unpark_would_duplicate(comp: str, exc: Conflict) -> Conflict:

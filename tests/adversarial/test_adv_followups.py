@@ -86,3 +86,26 @@ def test_the_daemon_s_invalid_file_message_names_the_configured_relist():
     assert "at the next relist (within 5 s, its fileCheckFrequency)" in text
     text, _ = invalid_sentence("x.yaml", "yaml-syntax", ours_only=None, limit=None)
     assert "(about 20 s)" in text
+
+
+def test_a_park_of_bytes_only_staticpodd_refuses_can_always_be_ended(kubeadm, ctl):
+    # Found by a newcomer (stop 17): park takes a file the kubelet runs happily (a key given twice),
+    # but unpark, and the daemon's deadline unpark, refused it under staticpodd's own stricter rules:
+    # the scheduler stayed down past --for, with no way back but mv.
+    path = kubeadm.manifests / "kube-scheduler.yaml"
+    text = path.read_text().replace("  namespace: kube-system\n", "  namespace: kube-system\n  namespace: kube-system\n")
+    path.write_text(text)
+    assert ctl("park", "kube-scheduler").rc == 0
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 0, r.out
+    assert path.read_text() == text
+    assert [w["code"] for w in r.json()["warnings"]] == ["unparked-despite-strictness"]
+    assert "yaml-duplicate-key" in r.json()["warnings"][0]["message"]
+
+
+def test_a_parked_copy_edited_into_bytes_the_kubelet_refuses_still_stays_parked(kubeadm, ctl):
+    assert ctl("park", "kube-scheduler").rc == 0
+    (kubeadm.parked / "kube-scheduler.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: [\n")
+    r = ctl("unpark", "kube-scheduler")
+    assert r.rc == 1 and "the kubelet would refuse this file; nothing was changed" in r.err
+    assert not (kubeadm.manifests / "kube-scheduler.yaml").exists()
