@@ -260,11 +260,14 @@ class ParkVerbs(SwapVerbs):
     def parks_bypassed(self) -> list[tuple[str, str]]:
         """``(component, live file)`` for every parked component whose pod another live file
         defines: the kubelet runs it although it is parked (KUBELET.md "Duplicate names across
-        files"). Read-only; for ``doctor``."""
+        files"). Not a parked leftover (``kube-scheduler.yaml.bak``): parking it is how its
+        duplicate goes away, and the live file is meant to run. Read-only; for ``doctor``."""
         if not self.layout.db_path.exists():
             return []
         out = []
         for rec in self.store.parks():
+            if component_of(rec.file_name) == rec.file_name:
+                continue
             st = self._state_at("parked", rec.file_name)
             ident = self.pod_identity(st.data) if st is not None else None
             if ident is None:

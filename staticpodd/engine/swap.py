@@ -160,7 +160,12 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                     f"{old_ident[0]}/{old_ident[1]}: the kubelet stops one and starts the other",
                     code="pod-renamed")]
         if loc == "live" or unpark:
-            self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+            try:
+                self._check_no_duplicate(fn, manifest.namespace, manifest.name)
+            except Conflict as exc:
+                if cur is not None or action != "apply":
+                    raise
+                raise self._new_file_would_duplicate(comp, fn, manifest.namespace, manifest.name, exc) from None
             self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name,
                                              cur.data if cur is not None and loc == "live" else None)
         new_digest = digest_of(data)
@@ -284,6 +289,16 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 return res
         return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
                       digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
+
+    def _new_file_would_duplicate(self, comp: str, fn: str, namespace: str, name: str, exc: Conflict) -> Conflict:
+        """``exc`` for an apply that would add a new file ``comp`` for a pod another live file
+        already defines (``apply ./ks.yaml`` meaning kube-scheduler): the likely intent is to
+        replace that component, so the hint says ``--as`` it, not to park the running file."""
+        others = self.files_defining((namespace, name), besides=fn)
+        target = component_of(others[-1]) if others else None
+        hint = (f"to replace {target}, name it: staticpodctl apply FILE --as {_q(target)}" if target else exc.hint)
+        return Conflict(f"applying it as a new component {comp} would add a second file for pod "
+                        f"{namespace}/{name}: {exc.message}", path=exc.path, hint=hint)
 
     def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False) -> Result:
         """Put an earlier version back, as a new version (action ``rollback``).

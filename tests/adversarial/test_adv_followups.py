@@ -109,3 +109,25 @@ def test_a_parked_copy_edited_into_bytes_the_kubelet_refuses_still_stays_parked(
     r = ctl("unpark", "kube-scheduler")
     assert r.rc == 1 and "the kubelet would refuse this file; nothing was changed" in r.err
     assert not (kubeadm.manifests / "kube-scheduler.yaml").exists()
+
+
+def test_apply_of_a_copy_under_a_new_name_says_to_name_the_component_not_to_park_it(kubeadm, ctl):
+    # Found by a newcomer (stop 17): `apply ./ks.yaml` (a copy of the scheduler) is refused, right,
+    # but the hint said "park the other file first: staticpodctl park kube-scheduler.yaml --force",
+    # which stops the running scheduler. What was meant is --as kube-scheduler.
+    src = kubeadm.root / "ks.yaml"
+    src.write_bytes((kubeadm.manifests / "kube-scheduler.yaml").read_bytes())
+    r = ctl("apply", str(src), "--json")
+    assert r.rc == 4
+    err = r.json()["error"]
+    assert "--as kube-scheduler" in err["hint"] and "park" not in err["hint"], err
+    assert "ks.yaml" not in kubeadm.visible()
+
+
+def test_doctor_does_not_call_a_parked_bak_a_bypassed_park(kubeadm, ctl):
+    # Found by a newcomer (stop 17): after the README's own fix for a .bak (park the leftover),
+    # doctor reported park-bypassed and hinted "park or move kube-scheduler.yaml too".
+    kubeadm.write("kube-scheduler.yaml.bak", (kubeadm.manifests / "kube-scheduler.yaml").read_bytes())
+    assert ctl("park", "kube-scheduler.yaml.bak").rc == 0
+    codes = {p["code"] for p in json.loads(ctl("doctor", "--json").out)["problems"]}
+    assert "park-bypassed" not in codes, codes
