@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -72,11 +73,13 @@ def salvage_manifest_dir(path: str) -> str | None:
         import yaml
 
         doc = yaml.safe_load(raw)
-    except Exception:  # noqa: BLE001 - any YAML problem: refuse below
-        doc = None
+    except Exception:  # noqa: BLE001 - any YAML problem: read the one top-level line instead
+        return _manifest_dir_line(path, raw)
     value = doc.get("manifest_dir") if isinstance(doc, dict) else None
     if value is None and isinstance(doc, dict) and "manifest_dir" not in doc:
         return None
+    if value is None and isinstance(doc, dict):
+        return None  # manifest_dir: null, the default
     if not isinstance(value, str) or not value.startswith("/"):
         raise ConfigError(
             "the configuration is invalid and its manifest_dir cannot be read, so it is not clear which "
@@ -85,6 +88,31 @@ def salvage_manifest_dir(path: str) -> str | None:
             hint="fix the configuration (staticpodd --check-config), or pass --manifest-dir",
         )
     return value
+
+
+_MANIFEST_DIR_LINE = re.compile(rb"^manifest_dir[ \t]*:[ \t]*(.*?)[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def _manifest_dir_line(path: str, raw: bytes) -> str | None:
+    """``manifest_dir`` of a configuration that is not even YAML, from its top-level line (a
+    commented-out ``#manifest_dir: null``, as in the shipped example, sets nothing). None when no
+    such line sets it (or sets null); raises ConfigError, naming the line, when one sets it to
+    something that is not an absolute path, or when two lines set it."""
+    found = list(_MANIFEST_DIR_LINE.finditer(raw))
+    if not found:
+        return None
+    value = found[0].group(1).strip().strip(b"'\"")
+    line = raw.count(b"\n", 0, found[0].start()) + 1
+    if len(found) == 1 and value in (b"", b"null", b"~", b"Null", b"NULL"):
+        return None
+    if len(found) == 1 and value.startswith(b"/"):
+        return value.decode("utf-8", "surrogateescape")
+    raise ConfigError(
+        "the configuration is not valid YAML and its manifest_dir cannot be read, so it is not clear which "
+        "directory to act on",
+        path=path, line=line, field="manifest_dir",
+        hint="fix the configuration (staticpodd --check-config), or pass --manifest-dir",
+    )
 
 
 _config_cache: dict[str, Any] = {}

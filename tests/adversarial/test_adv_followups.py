@@ -131,3 +131,26 @@ def test_doctor_does_not_call_a_parked_bak_a_bypassed_park(kubeadm, ctl):
     assert ctl("park", "kube-scheduler.yaml.bak").rc == 0
     codes = {p["code"] for p in json.loads(ctl("doctor", "--json").out)["problems"]}
     assert "park-bypassed" not in codes, codes
+
+
+def test_a_typo_in_the_config_does_not_block_unpark_because_of_a_commented_manifest_dir(kubeadm, ctl):
+    # Found by a newcomer (stop 17): a YAML typo anywhere in staticpodd.yaml made status, park and
+    # unpark exit 78 whenever the file held the text manifest_dir, even the shipped example's
+    # commented-out "#manifest_dir: null"; the README says these verbs warn and go on.
+    assert ctl("park", "kube-scheduler").rc == 0
+    cfg = kubeadm.root / "etc" / "staticpodd" / "staticpodd.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text("#manifest_dir: null\non_invalid: [restore\n")
+    r = ctl("unpark", "kube-scheduler")
+    assert r.rc == 0, r.err
+    assert (kubeadm.manifests / "kube-scheduler.yaml").exists()
+
+
+def test_a_broken_config_that_sets_manifest_dir_to_garbage_still_refuses_naming_the_line(kubeadm, ctl):
+    cfg = kubeadm.root / "etc" / "staticpodd" / "staticpodd.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text("on_invalid: [restore\nmanifest_dir: etc/kubernetes/manifests\n")
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 78
+    assert r.json()["error"]["line"] == 2 and r.json()["error"]["field"] == "manifest_dir"
+    assert (kubeadm.manifests / "kube-scheduler.yaml").exists()
