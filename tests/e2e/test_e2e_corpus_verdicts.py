@@ -96,12 +96,11 @@ def _kubelet_verdicts(node: Node, files: dict[str, bytes], offset: int) -> dict[
                 if st.get("phase") == "Failed":
                     out[name] = f"failed: {st.get('reason')}: {(st.get('message') or '')[:120]}"
                 elif st.get("phase") == "Running" or sandboxed or (
-                    not (p.get("spec") or {}).get("hostNetwork") and st.get("phase")
-                    and time.monotonic() - pending.setdefault(name, time.monotonic()) >= 3
-                ):  # Pending alone for 3 s: admitted (no CNI here: a pod-network pod stays Pending). Not
-                    # for a hostNetwork pod: admitted, it has a sandbox at once; a critical pod that does
-                    # not fit stays Pending while the kubelet tries preemption, then fails (seen: > 3 s
-                    # under load, and S10 was called "created")
+                    st.get("phase") and time.monotonic() - pending.setdefault(name, time.monotonic()) >= 10
+                ):  # Pending alone for 10 s: admitted (no CNI here: a pod-network pod stays Pending, and a
+                    # hostPath it cannot mount keeps a pod Pending). A critical pod that does not fit stays
+                    # Pending while the kubelet tries preemption, then fails: seen taking over 3 s under
+                    # load, when S10 cpu-over-capacity was called "created" after 3 s
                     # which file the pod came from: the lexically last file defining it
                     same = sorted(n for n, k in pods_by_file.items() if k == key and not n.startswith("."))
                     out[name] = "created" if same[-1] == name else f"shadowed by {same[-1]}"
