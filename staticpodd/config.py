@@ -292,7 +292,6 @@ def load_config(
     """
     import hashlib
 
-    import jsonschema
     import yaml
 
     file, explicit = _resolve_path(layout_or_path, path)
@@ -341,9 +340,14 @@ def load_config(
     if data is None:
         data = {}
 
-    validator_cls = jsonschema.validators.validator_for(load_schema())
-    validator = validator_cls(load_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors: list[Any] = []
+    if data != {}:  # nothing set (the packaged file is all comments) is all defaults: no schema
+        # library in the daemon's memory for it (about 4 MB, issue 14)
+        import jsonschema
+
+        validator_cls = jsonschema.validators.validator_for(load_schema())
+        validator = validator_cls(load_schema())
+        errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         first = errors[0]
         message, key_path, extra_key = _describe(first)

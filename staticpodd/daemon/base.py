@@ -21,6 +21,7 @@ from ..layout import Layout, under_root
 from ..notify import Notifier
 from ..watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
+from .heartbeat import HeartbeatEncoder
 from .options import validate_options
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
@@ -95,6 +96,7 @@ class DaemonBase:
         # appeared read-only in our sandbox; systemd restarts us into one that binds it)
         self.exit_status: int | None = None
         self._heartbeat_failed = False  # the last heartbeat write failed (logged once)
+        self._hb_encoder = HeartbeatEncoder()  # re-encodes the problem list only when it changed
 
     def _layout_for(self, cfg: Config) -> Layout:
         if self.args.manifest_dir:

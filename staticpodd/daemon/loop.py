@@ -49,6 +49,9 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             rewatched = self._check_watch()
             if self.exit_status is not None:
                 return
+            periodic = now >= next_rescan and not rewatched and not self._retry_full
+            if rewatched:
+                self._quiet_pass = None  # a new watch: events may have been missed, look at everything
             full = now >= next_rescan or rewatched or self._retry_full
             names = self._refused_on_close()  # looked at now, not after the debounce (issue 10)
             if not full:
@@ -60,7 +63,10 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                     names |= self._retry_names
                     self._retry_names = set()
             parks_due = self.next_park_deadline is not None and time.time() >= self.next_park_deadline
-            if full:
+            if full and periodic and not names and self._quiet_unchanged():
+                self._quiet_rescan()
+                next_rescan = time.monotonic() + self.config.rescan_interval
+            elif full:
                 self.hints.discard(DIRECTORY)
                 self._reconcile(full=True)
                 next_rescan = time.monotonic() + self.config.rescan_interval
@@ -194,12 +200,15 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                 if recover:  # locked() has run Engine.recover() on its first acquisition
                     for item in getattr(self.engine, "last_recovery", None) or []:
                         self._say(f"recovered interrupted operation: {item}")
+                self._quiet_pass = None
+                dir_key = None
                 if full:
                     # Names with events still inside their quiet time are being written right
                     # now: reading them would catch a half-written file. Their debounced hint
                     # looks at them once the writer is done.
                     busy = self._busy_names()
                     scope = None if not busy else sorted(self._all_names() - busy)
+                    dir_key = None if busy else self._dir_key()  # before anything is read
                 else:
                     scope = names
                 self._scan_stats = self._live_stats()
@@ -228,6 +237,9 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                 self._refresh_summary()
                 if full or names or plan.actions:
                     self._remove_lone_private_dir()
+                if dir_key is not None and not changes and not plan.actions and not self._quiet_blocked():
+                    # (its reports, if any, said what is new: a second pass would find it known)
+                    self._quiet_pass = (dir_key, self._store_key())  # the next periodic pass may skip
             self.runtime_problems.pop("lock", None)
             self._retry_full = False
             if full:
@@ -282,6 +294,20 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             self._retry_later(full, names)
         else:
             self.runtime_problems.pop("reconcile", None)
+
+    def _quiet_rescan(self) -> None:
+        """A periodic full rescan found to change nothing (:meth:`_quiet_unchanged`): only what a
+        full pass always refreshes is refreshed (its time, a failed watch retried, the metrics
+        textfile, whose mtime node_exporter exports and users alert on)."""
+        self.last_rescan = time.time()
+        if self.watcher is not None:
+            self.watcher.reset_error()
+        if self.config.metrics.enabled:
+            try:
+                with self.engine.locked():
+                    self._refresh_summary()
+            except StaticpodError:
+                self._quiet_pass = None  # the next pass runs in full and reports what fails
 
     def _remove_lone_private_dir(self) -> None:
         """Under the lock: an empty ``.staticpodd/`` that is all the manifest directory holds goes

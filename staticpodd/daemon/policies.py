@@ -31,7 +31,7 @@ from ..reconcile import (
 )
 from .base import _get
 from .options import validate_options
-from .writers import WriterHoldsMixin
+from .quiet import QuietMixin
 
 #: ``kind: Pod`` at the top level of YAML, or ``"kind": "Pod"`` in JSON: bytes meant as a Pod
 #: manifest (however broken otherwise), not a stray.
@@ -61,7 +61,7 @@ def _policy_note(*, restore: bool, restore_policy: bool, refused: bool, componen
         )
     return f"; not restored: no earlier version passes validation (staticpodctl history {component})"
 
-class PlanMixin(WriterHoldsMixin):
+class PlanMixin(QuietMixin):
     """The daemon's own policy planning over the directory's current findings."""
 
     def _track_changes(self, changes: Iterable[Any]) -> None:

@@ -73,7 +73,7 @@ class StatusMixin(DaemonBase):
             },
         }
         try:
-            write_heartbeat(self.layout.heartbeat_path, data)
+            write_heartbeat(self.layout.heartbeat_path, data, self._hb_encoder)
         except OSError as exc:
             if not self._heartbeat_failed:
                 self._say(f"cannot write heartbeat {self.layout.heartbeat_path}: {exc.strerror}")

@@ -39,6 +39,19 @@ _count(staticpodd.jsondecode, "decode_json", "json")
 _count(staticpodd.validate, "_validate", "validate")
 _count(staticpodd.validate, "validate_directory", "validate-directory")
 
+if os.environ.get("STATICPODD_COUNT_SCANS"):  # every Engine.scan too (a quiet periodic rescan makes none)
+    import staticpodd.engine.scan  # noqa: E402
+
+    _scans = open(os.environ["STATICPODD_COUNT_SCANS"], "a", buffering=1)  # noqa: SIM115
+    _scan = staticpodd.engine.scan.ScanVerbs.scan
+
+    @functools.wraps(_scan)
+    def _counted_scan(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _scans.write(f"scan {time.time():.6f}\n")
+        return _scan(self, *args, **kwargs)
+
+    staticpodd.engine.scan.ScanVerbs.scan = _counted_scan  # type: ignore[method-assign]
+
 from staticpodd.daemon import main  # noqa: E402
 
 sys.exit(main(sys.argv[1:]))

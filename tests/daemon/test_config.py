@@ -185,3 +185,21 @@ def test_check_config_exits_0_or_78_naming_the_key(tmp_path):
     bad = subprocess.run(cmd, capture_output=True, text=True)
     assert bad.returncode == 78
     assert "staticpodd.yaml:1:11: on_stray: 'delete' is not one of ['alert', 'quarantine']" in bad.stderr
+
+
+def test_a_config_that_sets_nothing_loads_without_the_schema_library(tmp_path):
+    """Issue 14 (daemon RSS): the packaged staticpodd.yaml is all comments; a missing file or one
+    that sets nothing means all defaults, with no jsonschema in the process (about 4 MB)."""
+    comments = tmp_path / "comments.yaml"
+    comments.write_text("# rescan_interval: 20\n# on_invalid: alert\n")
+    code = ("import sys\nfrom staticpodd.config import load_config\nfrom staticpodd.layout import Layout\n"
+            f"load_config({str(comments)!r})\n"
+            f"load_config(Layout.build({str(tmp_path)!r}))  # no file at all\n"
+            "print('jsonschema' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+    # a file that sets something is still checked against the schema
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rescan_interval: -1\n")
+    with pytest.raises(ConfigError, match="rescan_interval"):
+        load_config(bad)
