@@ -151,10 +151,17 @@ class ParkVerbs(SwapVerbs):
                 return Result("unpark", comp, fn, False,
                               f"{comp}: {fn} was already moved back by hand; its park record is now closed",
                               location="live")
-            if target.live and any(c.kind == "parked-copy-removed" and c.file_name == fn for c in found):
-                return Result("unpark", comp, fn, False,
-                              f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is "
-                              "now closed", location="live")
+            if target.live and not target.parked and self.store.park_of(comp) is not None:
+                # the parked copy was removed by hand (seen now or by an earlier scan) and a live file
+                # runs: the park is over; close its record, which the message has always claimed
+                with self.store.transaction():
+                    self.store.clear_park(comp)
+                    self.store.record_event("park-closed", component=comp, file_name=fn, actor=self.actor.name,
+                                            details={"reason": reason, "why": "parked copy removed, live file kept"})
+                msg = f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is now closed"
+                self._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, reason=reason,
+                          action="close")
+                return Result("unpark", comp, fn, True, msg, location="live")
             if not target.parked:
                 raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             if target.live:

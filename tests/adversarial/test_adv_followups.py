@@ -154,3 +154,20 @@ def test_a_broken_config_that_sets_manifest_dir_to_garbage_still_refuses_naming_
     assert r.rc == 78
     assert r.json()["error"]["line"] == 2 and r.json()["error"]["field"] == "manifest_dir"
     assert (kubeadm.manifests / "kube-scheduler.yaml").exists()
+
+
+def test_unpark_that_says_the_park_is_closed_closes_it(kubeadm, ctl):
+    # Found by a newcomer (stop 17): following unpark's own hint for a live file that differs
+    # (delete the parked copy, then unpark) printed "its park record is now closed", but status
+    # still showed the park and the next unpark said "not parked" (exit 4).
+    assert ctl("park", "kube-scheduler").rc == 0
+    text = (kubeadm.parked / "kube-scheduler.yaml").read_text().replace("127.0.0.1", "127.0.0.2")
+    kubeadm.write("kube-scheduler.yaml", text)
+    assert ctl("unpark", "kube-scheduler").rc == 4
+    (kubeadm.parked / "kube-scheduler.yaml").unlink()
+    r = ctl("unpark", "kube-scheduler")
+    assert r.rc == 0 and "park record is now closed" in r.out, (r.out, r.err)
+    st = json.loads(ctl("status", "--json").out)
+    row = next(c for c in st["components"] if c["component"] == "kube-scheduler")
+    assert row["state"] == "live" and row["parked"] is None, row
+    assert (kubeadm.manifests / "kube-scheduler.yaml").read_text() == text
