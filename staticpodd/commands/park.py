@@ -42,8 +42,9 @@ def parse_until(args: argparse.Namespace) -> float | None:
             dt = datetime.fromisoformat(text)
         except ValueError:
             raise UsageError(f"cannot read time {args.until!r}", hint="use ISO 8601, e.g. 2026-11-30T06:00Z") from None
-        if dt.tzinfo is None:
+        if dt.tzinfo is None:  # the documented contract (README, the Ansible module): no zone is UTC
             dt = dt.replace(tzinfo=timezone.utc)
+            args.until_naive = True
         ts = dt.timestamp()
         if ts <= time.time():
             raise UsageError(f"--until {args.until} is in the past")
@@ -65,6 +66,11 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
         from .health import heartbeat  # only here: a park with no deadline needs no daemon
 
         when = res.park.to_dict()["until"]
+        if getattr(args, "until_naive", False) and time.localtime(until).tm_gmtoff != 0:
+            local = time.strftime("%z", time.localtime(until))
+            out.warn(f"{PROG}: warning: --until {args.until} has no time zone and was read as UTC ({when}); "
+                     f"this machine's local time is UTC{local[:3]}:{local[3:]}: to mean local time, write "
+                     f"{args.until}{local[:3]}:{local[3:]}")
         if heartbeat(eng.layout)["running"]:
             out.say(f"  until {when}: staticpodd unparks it then")
         else:

@@ -171,3 +171,21 @@ def test_unpark_that_says_the_park_is_closed_closes_it(kubeadm, ctl):
     row = next(c for c in st["components"] if c["component"] == "kube-scheduler")
     assert row["state"] == "live" and row["parked"] is None, row
     assert (kubeadm.manifests / "kube-scheduler.yaml").read_text() == text
+
+
+def test_until_without_a_zone_is_utc_and_says_so_when_local_time_is_not(kubeadm, ctl, monkeypatch):
+    # Found by a newcomer (stop 17): `--until 2031-01-01T08:00` was silently UTC; an operator in
+    # Tokyo meaning two hours from now got eleven. UTC stays the contract (README, the Ansible
+    # module); the CLI now says which time it used and how to write local time.
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        r = ctl("park", "kube-scheduler", "--until", "2031-01-01T08:00")
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert r.rc == 0, r.err
+    assert "read as UTC (2031-01-01T08:00:00Z)" in r.err and "2031-01-01T08:00+09:00" in r.err, r.err
+    assert "until 2031-01-01T08:00:00Z" in r.out or "2031-01-01T08:00:00Z" in r.err
