@@ -255,6 +255,11 @@ class VersionStore:
             yield self._db
             return
         if self.readonly and self._rw_error is not None:
+            if _on_readonly_mount(self.path):
+                raise StoreError("the version store is on a read-only filesystem, so nothing can be recorded",
+                                 path=str(self.path),
+                                 hint=f"remount {self.path.parent} read-write (mount -o remount,rw ...); status, "
+                                 "history, show, diff and validate keep working")
             raise _store_error(self._rw_error, self.path, "opening it for writing (it is open read-only)")
         if self.readonly:
             raise StoreError("the version store is read-only (opened read-only: its filesystem cannot be written)",
@@ -592,6 +597,14 @@ class VersionStore:
             "LEFT JOIN identities i ON i.digest = o.digest WHERE o.location = 'live' AND o.sig IS NOT NULL"
         )
         return {r[0]: (r[1], bool(r[2]), r[3], r[4]) for r in rows}
+
+
+def _on_readonly_mount(path: Path) -> bool:
+    """Whether the filesystem holding ``path``'s directory is mounted read-only (statvfs ST_RDONLY)."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _guard(name: str, fn: Any) -> Any:

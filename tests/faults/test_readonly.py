@@ -95,6 +95,9 @@ def test_write_verbs_on_a_read_only_store_fail_cleanly_and_change_nothing(ro_sto
         assert res.returncode == 1, (verb, res.stdout, res.stderr)
         err = json.loads(res.stdout.splitlines()[-1])["error"]
         assert err["code"] == "store-error" and "read-only" in err["message"], err
+        # a newcomer (stop 17): the message said "unable to open database file" and the hint sent the
+        # operator to the database file ("never delete it blindly"), not to the read-only mount
+        assert "read-only filesystem" in err["message"] and "remount" in err["hint"], err
         assert err["details"]["reached_kubelet"] is False
         assert _state(root) == before, verb
     assert len(recorded(root)) == n_versions
