@@ -199,7 +199,8 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             with self.engine.locked():
                 if recover:  # locked() has run Engine.recover() on its first acquisition
                     for item in getattr(self.engine, "last_recovery", None) or []:
-                        self._say(f"recovered interrupted operation: {item}")
+                        self._say(f"recovered an interrupted {item.get('op')} of {item.get('file_name')} "
+                                  f"({item.get('component')}): {item.get('outcome')}")
                 self._quiet_pass = None
                 dir_key = None
                 if full:
