@@ -113,8 +113,8 @@ class VersionStore:
     corrupt), never as a raw ``sqlite3`` exception.
     Raises StoreError when the file is not a store, or was written by a newer staticpodd.
 
-    About 490 lines (the module about 650), over the ~400 (600) of issue 15 on purpose: it is one SQLite connection and its
-    transaction discipline (``BEGIN IMMEDIATE``, intents, the read-only fallback, every error
+    About 490 lines (the module about 650), over the ~400 (~600) of issue 15 on purpose: it is one
+    SQLite connection and its transaction discipline (``BEGIN IMMEDIATE``, intents, the read-only fallback, every error
     turned into StoreError by ``_guard``), and each method is one short query; split by table the
     methods would share that connection through a base class for no gain in reading. The rows it
     returns and its DDL are in :mod:`staticpodd.storerows`.
