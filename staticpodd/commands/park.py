@@ -77,10 +77,9 @@ def cmd_park(args: argparse.Namespace, out: Out) -> int:
             out.warn(f"{PROG}: warning: staticpodd is not running: nothing unparks {res.component} at {when} "
                      "until it starts (it then unparks overdue parks at once)")
     if not res.extra.get("keeps_running_from"):  # else the headline already says where the pod runs from
-        from ..layout import KUBELET_CONFIG, under_root
-        from ..proof.kubeletconfig import file_check_frequency
+        from ..proof.kubeletconfig import node_file_check_frequency
 
-        relist = file_check_frequency(under_root(eng.layout.root, KUBELET_CONFIG))
+        relist = node_file_check_frequency(eng.layout.root)
         out.say(f"  the kubelet stops the pod within ~{relist:g} s (its fileCheckFrequency); undo with: "
                 f"{PROG} unpark {shell_word(res.component)}")
     rc = wait(args, out, eng, "park", res, before=before)

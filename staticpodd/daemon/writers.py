@@ -44,10 +44,9 @@ class WriterHoldsMixin(DaemonBase):
         now = time.monotonic()
         cached = getattr(self, "_relist_cache", None)
         if cached is None or now - cached[0] > 10.0:
-            from ..layout import KUBELET_CONFIG, under_root
-            from ..proof.kubeletconfig import file_check_frequency
+            from ..proof.kubeletconfig import node_file_check_frequency
 
-            cached = (now, file_check_frequency(under_root(self.layout.root, KUBELET_CONFIG)))
+            cached = (now, node_file_check_frequency(self.layout.root))
             self._relist_cache = cached
         return cached[1]
 

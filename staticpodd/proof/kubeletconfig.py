@@ -49,3 +49,11 @@ def file_check_frequency(kubelet_config: Path) -> float:
     m = _FCF_RE.search(text)
     value = go_duration(m.group(1)) if m else None
     return value if value and value > 0 else DEFAULT_FILE_CHECK_FREQUENCY
+
+
+def node_file_check_frequency(root: Path) -> float:
+    """:func:`file_check_frequency` of the node under ``root`` (``<root>/var/lib/kubelet/config.yaml``,
+    :data:`staticpodd.layout.KUBELET_CONFIG`): the one place that path and its relist are read."""
+    from ..layout import KUBELET_CONFIG, under_root
+
+    return file_check_frequency(under_root(root, KUBELET_CONFIG))

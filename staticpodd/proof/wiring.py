@@ -69,10 +69,9 @@ def config_values(eng: Any) -> dict[str, Any]:
     }
     layout = getattr(eng, "layout", None)
     if layout is not None and getattr(layout, "root", None) is not None:
-        from ..layout import KUBELET_CONFIG, under_root
-        from .kubeletconfig import file_check_frequency
+        from .kubeletconfig import node_file_check_frequency
 
-        out["file_check_frequency"] = file_check_frequency(under_root(layout.root, KUBELET_CONFIG))
+        out["file_check_frequency"] = node_file_check_frequency(layout.root)
     if out["kubeconfig"] and layout is not None:  # a node path from the config: under --root
         from ..layout import under_root
 
