@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 #: A file whose ctime was less than this before its bytes were read gets no stored signature: a
 #: write in the same timestamp tick as the read would leave the stat unchanged (git's "racy" rule).
@@ -85,3 +86,15 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def refused_link(st: Any) -> str | None:
+    """Why the symlink whose target's bytes are ``st`` (a :class:`staticpodd.fsops.FileState`) is
+    not a pod manifest (the kubelet's refusal, :func:`staticpodd.refused.kubelet_refuses`), or
+    None when ``st`` is not a symlink or its target is a manifest. Such a link's bytes are never
+    recorded (``/etc/shadow``, a kubeconfig with its key): the scan skips it, ``status`` names it."""
+    if not st.is_symlink:
+        return None
+    from ..refused import kubelet_refuses
+
+    return kubelet_refuses(st.data)

@@ -13,7 +13,7 @@ from ..layout import component_of
 from ..store import Version, digest_of
 from ..termsafe import printable_name
 from .core import EngineCore
-from .fsfacts import _is_tool_tempfile, pid_alive
+from .fsfacts import _is_tool_tempfile, pid_alive, refused_link
 from .model import split_at, unified_diff
 
 
@@ -90,13 +90,9 @@ class QueryVerbs(EngineCore):
                 except FsError:
                     st = None
                 head = store.head(comp) if store else None
-                if loc == "live" and st is not None and st.is_symlink and head is None:
-                    from ..refused import kubelet_refuses
-
-                    why = kubelet_refuses(st.data)
-                    if why is not None:  # a link to a secret or other non-manifest: named, not a row
-                        self.links_not_recorded[fn] = why
-                        continue
+                if loc == "live" and st is not None and head is None and (why := refused_link(st)) is not None:
+                    self.links_not_recorded[fn] = why  # a link to a secret or other non-manifest: named, not a row
+                    continue
                 digest = digest_of(st.data) if st else None
                 rows[comp] = {
                     "component": comp,

@@ -20,7 +20,7 @@ from ..errors import ChangedMeanwhile, FsError, UnknownComponent
 from ..journal import INFO, WARNING, Event
 from ..store import Observed, digest_of
 from ..termsafe import printable_name
-from .fsfacts import _RACY_NS, _sig_text, _stat_sig, wanted_all
+from .fsfacts import _RACY_NS, _sig_text, _stat_sig, refused_link, wanted_all
 from .gate import GateCore
 from .model import EXTERNAL, Change, _mode_dict, _q
 
@@ -192,11 +192,7 @@ class ScanVerbs(GateCore):
         manifest (``/etc/shadow``, a kubeconfig with its private key), so its bytes are never copied
         into the version store. The kubelet follows the link and skips the file (KUBELET.md "Which
         files are pods"); ``status`` and ``doctor`` name it. A link to a real manifest is recorded."""
-        if not st.is_symlink:
-            return False
-        from ..refused import kubelet_refuses
-
-        why = kubelet_refuses(st.data)
+        why = refused_link(st)
         if why is None:
             return False
         if fn not in self.links_not_recorded:
