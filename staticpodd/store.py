@@ -42,7 +42,6 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from . import blobcodec
 from .errors import StoreError, UnknownVersion
@@ -59,6 +58,10 @@ from .storerows import (
     digest_of,
     iso,
 )
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ACTIONS",
@@ -573,6 +576,20 @@ class VersionStore:
         if self._old_schema:
             return {}
         return {r[0]: r[1] for r in self._db.execute("SELECT key, sig FROM observed WHERE sig IS NOT NULL")}
+
+    def sig_digests(self, keys: list[str] | None = None) -> dict[str, tuple[str, str]]:
+        """``key -> (stat signature text, digest)`` of each observed path (``live/<file>``,
+        ``parked/<file>``; ``keys`` None: every one) whose bytes were read with that stat (see
+        :meth:`sigs`): while the path's stat is still that signature it holds those bytes, so a
+        read verb takes the digest instead of reading and hashing the file."""
+        if self._old_schema:
+            return {}
+        sql = "SELECT key, sig, digest FROM observed WHERE sig IS NOT NULL"
+        if keys is None:
+            rows = self._db.execute(sql)
+        else:
+            rows = self._db.execute(f"{sql} AND key IN ({','.join('?' * len(keys))})", keys)
+        return {r[0]: (r[1], r[2]) for r in rows}
 
     def set_sigs(self, items: list[tuple[str, str, str]]) -> None:
         """``(sig, key, digest)``: remember ``sig`` for ``key`` when its observed digest is still

@@ -28,10 +28,7 @@ def cmd_history(args: argparse.Namespace, out: Out) -> int:
     note_names([comp, *{v.file_name for v in versions}])
     current = None
     try:
-        from ..store import digest_of
-
-        _, data, loc = eng.current_bytes(comp)
-        current = digest_of(data)
+        current, loc = eng.current_digest(comp)
     except StaticpodError:
         loc = "no file"
     if not versions:

@@ -6,15 +6,19 @@ writes (``status`` runs even with a broken or busy daemon, and on a node with no
 
 from __future__ import annotations
 
-from typing import Any
+import stat
 
 from ..errors import FsError, UnknownComponent
 from ..layout import component_of
 from ..store import Version, digest_of
 from ..termsafe import printable_name
 from .core import EngineCore
-from .fsfacts import _is_tool_tempfile, pid_alive, refused_link
+from .fsfacts import _is_tool_tempfile, _sig_text, _stat_sig, pid_alive, refused_link
 from .model import split_at, unified_diff
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class QueryVerbs(EngineCore):
@@ -67,6 +71,34 @@ class QueryVerbs(EngineCore):
             label_b = f"{comp}@{b}"
         return unified_diff(da, db, f"{comp}@{a}", label_b)
 
+    def recorded_digest(self, loc: str, file_name: str, known: dict[str, tuple[str, str]]) -> tuple[str, int] | None:
+        """``(digest, permission bits)`` of the file at ``loc`` (``live``/``parked``) without reading
+        it, when ``known`` (:meth:`VersionStore.sig_digests`) has the stat signature its recorded
+        bytes were read with and the file's stat is still that signature (a scan trusts the same
+        fact: git's racy rule is kept when the signature is stored, fsfacts._RACY_NS). None: read it."""
+        hit = known.get(f"{loc}/{file_name}")
+        if hit is None:
+            return None
+        sig = _stat_sig(self._path(loc, file_name))
+        if sig is None or _sig_text(sig) != hit[0]:
+            return None
+        return hit[1], stat.S_IMODE(sig[4])
+
+    def current_digest(self, name: str) -> tuple[str, str]:
+        """``(digest, location)`` of a component's file as it is now (live, else parked), from its
+        stat signature when that is unchanged (:meth:`recorded_digest`), else from its bytes.
+        Raises UnknownComponent when it has no file."""
+        target = self.resolve(name)
+        if self.layout.db_path.exists():
+            keys = [f"{loc}/{target.file_name}" for loc, there in (("live", target.live), ("parked", target.parked))
+                    if there]
+            known = self.store.sig_digests(keys) if keys else {}
+            for loc in ("live", "parked"):
+                if f"{loc}/{target.file_name}" in keys and (hit := self.recorded_digest(loc, target.file_name, known)):
+                    return hit[0], loc
+        _, data, loc = self.current_bytes(name)
+        return digest_of(data), loc
+
     def status(self) -> dict[str, Any]:
         """Every component with its state (``live``, ``parked``, ``missing`` = parked copy gone,
         ``removed`` = recorded but no longer in the directory), newest version, digest
@@ -80,20 +112,28 @@ class QueryVerbs(EngineCore):
         parked = self.parked_names()
         rows: dict[str, dict[str, Any]] = {}
         parks = {p.component: p for p in store.parks()} if store else {}
+        known = store.sig_digests() if store else {}  # files whose stat says they hold recorded bytes
         for loc, pool in (("live", live), ("parked", parked)):
             for fn in pool:
                 comp = self.component_for(fn)
                 if comp in rows and rows[comp]["state"] == "live":
                     continue
-                try:
-                    st = self._state_at(loc, fn)
-                except FsError:
-                    st = None
                 head = store.head(comp) if store else None
-                if loc == "live" and st is not None and head is None and (why := refused_link(st)) is not None:
-                    self.links_not_recorded[fn] = why  # a link to a secret or other non-manifest: named, not a row
-                    continue
-                digest = digest_of(st.data) if st else None
+                fast = self.recorded_digest(loc, fn, known) if head is not None else None
+                digest: str | None
+                mode: int | None
+                if fast is not None:
+                    digest, mode = fast
+                else:
+                    try:
+                        st = self._state_at(loc, fn)
+                    except FsError:
+                        st = None
+                    if loc == "live" and st is not None and head is None and (why := refused_link(st)) is not None:
+                        self.links_not_recorded[fn] = why  # a link to a secret or other non-manifest: named, not a row
+                        continue
+                    digest = digest_of(st.data) if st else None
+                    mode = st.mode if st else None
                 rows[comp] = {
                     "component": comp,
                     "file_name": fn,
@@ -101,7 +141,7 @@ class QueryVerbs(EngineCore):
                     "version": head.seq if head else None,
                     "digest": digest,
                     "drift": head is None or head.digest != digest,
-                    "mode": f"{st.mode:04o}" if st else None,
+                    "mode": f"{mode:04o}" if mode is not None else None,
                     "stray": component_of(fn) == fn,
                     "parked": parks[comp].to_dict() if comp in parks else None,
                 }
