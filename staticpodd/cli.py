@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from .commands.loading import config_problems
 from .commands.output import FORMAT_VERSION, PROG, Out, report_error
 from .commands.parser import VERBS, Parser, build_parser, first_word, glue_dash_values
 from .errors import EXIT_FAILURE, EXIT_OK, FsError, StaticpodError
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FORMAT_VERSION", "PROG", "VERBS", "Out", "build_parser", "main"]
 

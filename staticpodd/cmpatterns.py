@@ -34,11 +34,15 @@ Safe (dot-names the kubelet ignores), listed so findings can say "harmless": Ans
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from .record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Final
 
 
-@dataclass(frozen=True)
-class LeftoverPattern:
+class LeftoverPattern(FrozenRecord):
     """One file-name shape a tool leaves beside the file it manages.
 
     ``tool``: ansible | puppet | salt | chef | sed. ``kind``: backup | tempfile. ``regex``: full-name
@@ -48,23 +52,38 @@ class LeftoverPattern:
     this machine. ``advice``: what to configure instead.
     """
 
-    tool: str
-    kind: str
-    regex: re.Pattern[str]
-    kubelet_reads: bool
-    example: str
-    source: str
-    seen: str
-    advice: str
+    tool: Final[str]
+    kind: Final[str]
+    regex: Final[re.Pattern[str]]
+    kubelet_reads: Final[bool]
+    example: Final[str]
+    source: Final[str]
+    seen: Final[str]
+    advice: Final[str]
+
+    def __init__(self, tool: str, kind: str, regex: re.Pattern[str], kubelet_reads: bool, example: str, source: str,
+                 seen: str, advice: str) -> None:
+        self.tool = tool
+        self.kind = kind
+        self.regex = regex
+        self.kubelet_reads = kubelet_reads
+        self.example = example
+        self.source = source
+        self.seen = seen
+        self.advice = advice
 
 
-@dataclass(frozen=True)
-class Leftover:
+class Leftover(FrozenRecord):
     """A directory entry recognised as a tool's leftover; ``target`` is the file it belongs to."""
 
-    name: str
-    pattern: LeftoverPattern
-    target: str | None
+    name: Final[str]
+    pattern: Final[LeftoverPattern]
+    target: Final[str | None]
+
+    def __init__(self, name: str, pattern: LeftoverPattern, target: str | None) -> None:
+        self.name = name
+        self.pattern = pattern
+        self.target = target
 
     def describe(self) -> str:
         """One sentence for a finding or a doctor line."""

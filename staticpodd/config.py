@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
 from .errors import ConfigError
 from .layout import Layout
+from .record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 SCHEMA_FILE = "staticpodd-config.schema.json"
 
@@ -61,16 +64,19 @@ def parse_quantity(value: str | float) -> float:
     return number * _QUANTITY_SUFFIXES[m.group(3) or ""]
 
 
-@dataclass(frozen=True)
-class NodeCapacity:
+class NodeCapacity(FrozenRecord):
     """Node allocatable for the node-fit check; None = read ``/proc/cpuinfo`` / ``/proc/meminfo``.
 
     ``cpu``: a Kubernetes quantity string (``"4"``, ``"3500m"``) or a number of cores.
     ``memory``: a quantity string (``"16Gi"``) or a number of bytes.
     """
 
-    cpu: str | float | None = None
-    memory: str | int | None = None
+    cpu: Final[str | float | None]
+    memory: Final[str | int | None]
+
+    def __init__(self, cpu: str | float | None = None, memory: str | int | None = None) -> None:
+        self.cpu = cpu
+        self.memory = memory
 
     @property
     def cpu_millis(self) -> int | None:
@@ -87,69 +93,113 @@ class NodeCapacity:
         return int(parse_quantity(self.memory))
 
 
-@dataclass(frozen=True)
-class HooksConfig:
+class HooksConfig(FrozenRecord):
     """``hooks:`` -- ``timeout`` in seconds per hook executable."""
 
-    timeout: float = 30
+    timeout: Final[float]
+
+    def __init__(self, timeout: float = 30) -> None:
+        self.timeout = timeout
 
 
-@dataclass(frozen=True)
-class MetricsConfig:
+class MetricsConfig(FrozenRecord):
     """``metrics:`` -- node-exporter textfile output; ``textfile_dir`` is a node path (under --root)."""
 
-    enabled: bool = False
-    textfile_dir: str | None = "/var/lib/prometheus/node-exporter"
+    enabled: Final[bool]
+    textfile_dir: Final[str | None]
+
+    def __init__(self, enabled: bool = False, textfile_dir: str | None = "/var/lib/prometheus/node-exporter") -> None:
+        self.enabled = enabled
+        self.textfile_dir = textfile_dir
 
 
-@dataclass(frozen=True)
-class WaitConfig:
+class WaitConfig(FrozenRecord):
     """``wait:`` -- proof through the container runtime (``timeout``, ``settle`` in seconds;
     ``kubeconfig`` a node path under --root)."""
 
-    timeout: float = 300
-    crictl: str = "crictl"
-    runtime_endpoint: str | None = None
-    rollback_on_failure: bool = False
-    settle: float = 2
-    probe_host: str | None = None
-    kubeconfig: str | None = None
+    timeout: Final[float]
+    crictl: Final[str]
+    runtime_endpoint: Final[str | None]
+    rollback_on_failure: Final[bool]
+    settle: Final[float]
+    probe_host: Final[str | None]
+    kubeconfig: Final[str | None]
+
+    def __init__(self, timeout: float = 300, crictl: str = "crictl", runtime_endpoint: str | None = None,
+                 rollback_on_failure: bool = False, settle: float = 2, probe_host: str | None = None,
+                 kubeconfig: str | None = None) -> None:
+        self.timeout = timeout
+        self.crictl = crictl
+        self.runtime_endpoint = runtime_endpoint
+        self.rollback_on_failure = rollback_on_failure
+        self.settle = settle
+        self.probe_host = probe_host
+        self.kubeconfig = kubeconfig
 
 
-@dataclass(frozen=True)
-class RetentionConfig:
+class RetentionConfig(FrozenRecord):
     """``retention:`` -- ``keep_versions`` newest per component, ``keep_for`` and ``interval`` in
     seconds (see :mod:`staticpodd.retention`; both None: nothing is pruned)."""
 
-    keep_versions: int | None = None
-    keep_for: float | None = None
-    interval: float = 3600
+    keep_versions: Final[int | None]
+    keep_for: Final[float | None]
+    interval: Final[float]
+
+    def __init__(self, keep_versions: int | None = None, keep_for: float | None = None, interval: float = 3600) -> None:
+        self.keep_versions = keep_versions
+        self.keep_for = keep_for
+        self.interval = interval
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(FrozenRecord):
     """The whole configuration, with the documented defaults (see the JSON Schema).
 
     Times are seconds (float), sizes bytes. ``source`` is the file it was read from (None for
     defaults only); ``digest`` is the sha256 of that file's bytes (None when absent).
     """
 
-    manifest_dir: str | None = None
-    kubernetes_version: str | None = None
-    max_manifest_bytes: int = 1024 * 1024
-    lock_timeout: float = 30
-    rescan_interval: float = 20
-    debounce: float = 0.3
-    on_invalid: str = "alert"
-    on_stray: str = "alert"
-    node_name: str | None = None
-    node_capacity: NodeCapacity | None = None
-    hooks: HooksConfig = field(default_factory=HooksConfig)
-    metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    wait: WaitConfig = field(default_factory=WaitConfig)
-    retention: RetentionConfig = field(default_factory=RetentionConfig)
-    source: str | None = field(default=None, compare=False)
-    digest: str | None = field(default=None, compare=False)
+    manifest_dir: Final[str | None]
+    kubernetes_version: Final[str | None]
+    max_manifest_bytes: Final[int]
+    lock_timeout: Final[float]
+    rescan_interval: Final[float]
+    debounce: Final[float]
+    on_invalid: Final[str]
+    on_stray: Final[str]
+    node_name: Final[str | None]
+    node_capacity: Final[NodeCapacity | None]
+    hooks: Final[HooksConfig]
+    metrics: Final[MetricsConfig]
+    wait: Final[WaitConfig]
+    retention: Final[RetentionConfig]
+    source: Final[str | None]
+    digest: Final[str | None]
+
+    _not_compared = ("source", "digest")
+
+    def __init__(self, manifest_dir: str | None = None, kubernetes_version: str | None = None,
+                 max_manifest_bytes: int = 1024 * 1024, lock_timeout: float = 30, rescan_interval: float = 20,
+                 debounce: float = 0.3, on_invalid: str = "alert", on_stray: str = "alert",
+                 node_name: str | None = None, node_capacity: NodeCapacity | None = None,
+                 hooks: HooksConfig | None = None, metrics: MetricsConfig | None = None,
+                 wait: WaitConfig | None = None, retention: RetentionConfig | None = None, source: str | None = None,
+                 digest: str | None = None) -> None:
+        self.manifest_dir = manifest_dir
+        self.kubernetes_version = kubernetes_version
+        self.max_manifest_bytes = max_manifest_bytes
+        self.lock_timeout = lock_timeout
+        self.rescan_interval = rescan_interval
+        self.debounce = debounce
+        self.on_invalid = on_invalid
+        self.on_stray = on_stray
+        self.node_name = node_name
+        self.node_capacity = node_capacity
+        self.hooks = HooksConfig() if hooks is None else hooks
+        self.metrics = MetricsConfig() if metrics is None else metrics
+        self.wait = WaitConfig() if wait is None else wait
+        self.retention = RetentionConfig() if retention is None else retention
+        self.source = source
+        self.digest = digest
 
     @classmethod
     def default(cls) -> Config:
@@ -161,27 +211,28 @@ class Config:
         """Build from an already schema-checked mapping; missing keys take their defaults."""
         kw: dict[str, Any] = {}
         nested = {"hooks": HooksConfig, "metrics": MetricsConfig, "wait": WaitConfig, "retention": RetentionConfig}
-        for f in fields(cls):
-            if f.name in ("source", "digest") or f.name not in data:
+        for name in cls._fields:
+            if name in ("source", "digest") or name not in data:
                 continue
-            value = data[f.name]
-            if f.name in nested:
-                value = nested[f.name](**(value or {}))
-            elif f.name == "node_capacity" and value is not None:
+            value = data[name]
+            if name in nested:
+                value = nested[name](**(value or {}))
+            elif name == "node_capacity" and value is not None:
                 value = NodeCapacity(**value)
-            kw[f.name] = value
+            kw[name] = value
         return cls(**kw, source=source, digest=digest)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain mapping of every key (no ``source``/``digest``), as the file would spell it."""
-        out = asdict(self)
+        out = {name: value.field_values() if isinstance(value, FrozenRecord) else value
+               for name, value in self.field_values().items()}
         out.pop("source", None)
         out.pop("digest", None)
         return out
 
     def with_changes(self, **changes: Any) -> Config:
         """A copy with some top-level keys replaced (tests, command-line overrides)."""
-        return replace(self, **changes)
+        return self.replace(**changes)
 
 
 def schema_path() -> Path:

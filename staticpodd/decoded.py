@@ -9,10 +9,13 @@ limits. Shared by the YAML and JSON decoders and by ``staticpodd.validate``; imp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from staticpodd.positions import locate
+
+from .record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 DEFAULT_MAX_BYTES = 1 << 20
 """Our default size cap (bytes). The kubelet's own cap is 10 MB (``maxConfigLength``)."""
@@ -49,8 +52,7 @@ class DecodeProblem(Exception):
         self.kubelet = kubelet
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(FrozenRecord):
     """One parsed manifest.
 
     ``doc``: the JSON-compatible document sigs.k8s.io/yaml would produce.
@@ -59,19 +61,27 @@ class Manifest:
     ``positions``: field path (``spec.containers[0].image``) -> 1-based (line, column).
     """
 
-    doc: dict
-    name: str
-    namespace: str
-    digest: str
-    positions: dict = field(default_factory=dict, compare=False, repr=False)
+    doc: Final[dict]
+    name: Final[str]
+    namespace: Final[str]
+    digest: Final[str]
+    positions: Final[dict]
+
+    _not_compared = ("positions",)
+
+    def __init__(self, doc: dict, name: str, namespace: str, digest: str, positions: dict | None = None) -> None:
+        self.doc = doc
+        self.name = name
+        self.namespace = namespace
+        self.digest = digest
+        self.positions = {} if positions is None else positions
 
     def where(self, field_path: str | None) -> tuple[int | None, int | None]:
         """(line, column) of ``field_path`` or its nearest recorded parent; (None, None) if unknown."""
         return locate(self.positions, field_path)
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(FrozenRecord):
     """Result of :func:`decode`: the document the kubelet would get, positions, and notes.
 
     ``doc``: any JSON type, or None for an empty file. ``positions``: field path -> (line,
@@ -83,12 +93,21 @@ class Decoded:
     ``encoding``: ``"utf-8"``, ``"utf-16-le"`` or ``"utf-16-be"`` (from a BOM).
     """
 
-    doc: Any
-    positions: dict
-    extra_documents: int
-    notes: tuple = ()
-    syntax: str = "yaml"
-    encoding: str = "utf-8"
+    doc: Final[Any]
+    positions: Final[dict]
+    extra_documents: Final[int]
+    notes: Final[tuple]
+    syntax: Final[str]
+    encoding: Final[str]
+
+    def __init__(self, doc: Any, positions: dict, extra_documents: int, notes: tuple = (), syntax: str = "yaml",
+                 encoding: str = "utf-8") -> None:
+        self.doc = doc
+        self.positions = positions
+        self.extra_documents = extra_documents
+        self.notes = notes
+        self.syntax = syntax
+        self.encoding = encoding
 
 
 def too_large(size: int, max_bytes: int) -> DecodeProblem:

@@ -9,12 +9,16 @@ strict JSON decoder (:mod:`staticpodd.jsondecode`), anything else through sigs.k
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable
-from typing import TypeVar
 
 from staticpodd.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, too_large
 from staticpodd.yamldecode import decode_yaml
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 # unicode.IsSpace (Go): what apimachinery's hasJSONPrefix trims before looking for '{'
 _GO_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | frozenset(
@@ -82,7 +86,6 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
         return on_a_deep_stack(decode_yaml, data, notes)
 
 
-_T = TypeVar("_T")
 
 #: go-yaml v2 (and so the kubelet) reads flow and block nesting up to 10000 levels; PyYAML's
 #: composer and our node builder recurse, a few Python frames a level, so the default limit of
@@ -96,6 +99,8 @@ def on_a_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
     """Run ``fn(*args)`` on a new thread with a ``DEEP_STACK_BYTES`` stack and a recursion limit of
     at least ``DEEP_FRAMES`` (both restored afterwards), returning its result or raising what it
     raised. For the rare file nested past ~500 levels; the common path never comes here."""
+    import threading  # only a file this deep needs a thread
+
     box: dict[str, object] = {}
 
     def run() -> None:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def fingerprint(directory: Path, digests: dict[str, str], extra: Any = None) -> tuple[Any, ...] | None:

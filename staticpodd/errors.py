@@ -7,7 +7,10 @@ process ``exit_status`` the CLI uses for it. The exit statuses are documented in
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 # Exit statuses (README "Exit codes"). 2 is argparse's usage error; 78 is sysexits' EX_CONFIG,
 # which systemd's RestartPreventExitStatus= can name.

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import FsError, LiveFileExists
 from .layout import Layout
+from .record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Final
 
 #: Mode and owner of new manifests: kubeadm writes 0600 root:root, and the CIS benchmark asks for it.
 NEW_FILE_MODE = 0o600
@@ -48,6 +51,8 @@ _FAILPOINT = os.environ.get("STATICPODD_TEST_FAILPOINT")
 def crashpoint(name: str) -> None:
     """Die with SIGKILL here when ``STATICPODD_TEST_CRASHPOINT == name`` (tests only)."""
     if _CRASHPOINT is not None and _CRASHPOINT == name:
+        import signal  # tests only: the signal module's enums cost every verb's start-up
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -67,16 +72,23 @@ def pausepoint(name: str) -> None:
         time.sleep(float(_PAUSEPOINT.rpartition(":")[2]))
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(FrozenRecord):
     """What is at a path now: bytes plus the stat fields we keep across swaps."""
 
-    data: bytes
-    mode: int  # permission bits only, e.g. 0o600
-    uid: int
-    gid: int
-    ino: int
-    is_symlink: bool
+    data: Final[bytes]
+    mode: Final[int]  # permission bits only, e.g. 0o600
+    uid: Final[int]
+    gid: Final[int]
+    ino: Final[int]
+    is_symlink: Final[bool]
+
+    def __init__(self, data: bytes, mode: int, uid: int, gid: int, ino: int, is_symlink: bool) -> None:
+        self.data = data
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+        self.ino = ino
+        self.is_symlink = is_symlink
 
 
 def fsync_dir(path: Path) -> None:

@@ -49,13 +49,16 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
 
 from .errors import HookFailed
 from .journal import ERR, WARNING, Event, Journal
 from .layout import Layout
+from .record import FrozenRecord, Record
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import IO, Any, Final
 
 PHASES = ("pre", "post")
 VERBS = ("apply", "park", "unpark", "rollback")
@@ -109,8 +112,7 @@ def skip_reason(name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class HookResult:
+class HookResult(FrozenRecord):
     """The outcome of one entry of a ``<phase>-<verb>.d`` directory.
 
     ``status``: ``ok`` (exit 0), ``failed`` (non-zero exit), ``signaled`` (killed by a signal
@@ -121,17 +123,32 @@ class HookResult:
     :data:`STDERR_TAIL_LINES` lines. ``reason``: why it was refused or skipped.
     """
 
-    name: str
-    path: Path
-    phase: str
-    verb: str
-    status: str
-    returncode: int | None = None
-    signal: int | None = None
-    duration: float = 0.0
-    stderr_tail: tuple[str, ...] = ()
-    stdout_tail: tuple[str, ...] = ()
-    reason: str | None = None
+    name: Final[str]
+    path: Final[Path]
+    phase: Final[str]
+    verb: Final[str]
+    status: Final[str]
+    returncode: Final[int | None]
+    signal: Final[int | None]
+    duration: Final[float]
+    stderr_tail: Final[tuple[str, ...]]
+    stdout_tail: Final[tuple[str, ...]]
+    reason: Final[str | None]
+
+    def __init__(self, name: str, path: Path, phase: str, verb: str, status: str, returncode: int | None = None,
+                 signal: int | None = None, duration: float = 0.0, stderr_tail: tuple[str, ...] = (),
+                 stdout_tail: tuple[str, ...] = (), reason: str | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.phase = phase
+        self.verb = verb
+        self.status = status
+        self.returncode = returncode
+        self.signal = signal
+        self.duration = duration
+        self.stderr_tail = stderr_tail
+        self.stdout_tail = stdout_tail
+        self.reason = reason
 
     @property
     def ok(self) -> bool:
@@ -171,12 +188,17 @@ class HookResult:
         }
 
 
-@dataclass
-class _Candidate:
+class _Candidate(Record):
     name: str
     path: Path
-    skip: str | None = None
-    refuse: str | None = None
+    skip: str | None
+    refuse: str | None
+
+    def __init__(self, name: str, path: Path, skip: str | None = None, refuse: str | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.skip = skip
+        self.refuse = refuse
 
 
 def _signame(signum: int | None) -> str:

@@ -18,9 +18,12 @@ import os
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
 
 from .termsafe import one_line, printable_name
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 # syslog priorities (journald PRIORITY=)
 ERR = 3

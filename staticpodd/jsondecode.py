@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
 
 from staticpodd.decoded import DecodeProblem
 from staticpodd.positions import join_path
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
 _PLAIN_CHARS = re.compile(r'[^"\\\x00-\x1f\udc80-\udcff]*')

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Final
 
 #: File-name suffixes that name a component by their stem (``kube-scheduler.yaml`` ->
 #: ``kube-scheduler``). GCE ships ``.manifest``. Any other non-dot file is still read by the
@@ -91,19 +95,25 @@ def read_static_pod_path(kubelet_config: Path) -> str | None:
     return str(value) if value else None
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(FrozenRecord):
     """All paths staticpodd uses, under one ``root`` (``/`` on a real node).
 
     ``manifest_dir`` is the kubelet's ``staticPodPath``. Everything else is derived; see
     DESIGN.md for the table.
     """
 
-    root: Path
-    manifest_dir: Path
-    state_dir: Path
-    run_dir: Path
-    config_dir: Path
+    root: Final[Path]
+    manifest_dir: Final[Path]
+    state_dir: Final[Path]
+    run_dir: Final[Path]
+    config_dir: Final[Path]
+
+    def __init__(self, root: Path, manifest_dir: Path, state_dir: Path, run_dir: Path, config_dir: Path) -> None:
+        self.root = root
+        self.manifest_dir = manifest_dir
+        self.state_dir = state_dir
+        self.run_dir = run_dir
+        self.config_dir = config_dir
 
     @classmethod
     def build(

@@ -13,9 +13,12 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
 
 from .errors import FsError, LockTimeout
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 DEFAULT_TIMEOUT = 30.0
 

@@ -27,13 +27,16 @@ their public names and adds :func:`parse_manifest` (decoding plus the identity c
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from staticpodd.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, Manifest, too_large
 from staticpodd.decoding import decode, json_prefixed
 from staticpodd.errors import InvalidManifest
 from staticpodd.positions import join_path, locate
 from staticpodd.yamlresolve import resolve_plain
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

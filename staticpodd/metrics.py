@@ -50,15 +50,18 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from . import __version__
 from .errors import FsError
+from .record import FrozenRecord
 from .tallies import store_tally
 from .termsafe import printable_name
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 TEXTFILE_NAME = "staticpodd.prom"
 STATES = ("live", "parked", "missing")
@@ -73,37 +76,65 @@ COUNTERS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class ComponentMetrics:
+class ComponentMetrics(FrozenRecord):
     """One component's numbers. Timestamps are unix seconds (float); None = not applicable."""
 
-    component: str
-    file_name: str
-    state: str  # live | parked | missing
-    version: int | None = None
-    digest: str | None = None
-    drift: bool = False
-    parked_since: float | None = None
-    parked_until: float | None = None
-    last_validation_failure: float | None = None
-    validation_errors: int = 0
+    component: Final[str]
+    file_name: Final[str]
+    state: Final[str]  # live | parked | missing
+    version: Final[int | None]
+    digest: Final[str | None]
+    drift: Final[bool]
+    parked_since: Final[float | None]
+    parked_until: Final[float | None]
+    last_validation_failure: Final[float | None]
+    validation_errors: Final[int]
+
+    def __init__(self, component: str, file_name: str, state: str, version: int | None = None,
+                 digest: str | None = None, drift: bool = False, parked_since: float | None = None,
+                 parked_until: float | None = None, last_validation_failure: float | None = None,
+                 validation_errors: int = 0) -> None:
+        self.component = component
+        self.file_name = file_name
+        self.state = state
+        self.version = version
+        self.digest = digest
+        self.drift = drift
+        self.parked_since = parked_since
+        self.parked_until = parked_until
+        self.last_validation_failure = last_validation_failure
+        self.validation_errors = validation_errors
 
 
-@dataclass(frozen=True)
-class MetricsSnapshot:
+class MetricsSnapshot(FrozenRecord):
     """Everything :func:`render` needs; ``now`` and ``started_at`` are unix seconds."""
 
-    now: float
-    started_at: float
-    build_version: str = __version__
-    components: tuple[ComponentMetrics, ...] = ()
-    strays: int = 0
-    duplicates: int = 0
-    findings_by_severity: Mapping[str, int] = field(default_factory=dict)
+    now: Final[float]
+    started_at: Final[float]
+    build_version: Final[str]
+    components: Final[tuple[ComponentMetrics, ...]]
+    strays: Final[int]
+    duplicates: Final[int]
+    findings_by_severity: Final[Mapping[str, int]]
     #: ``{suffix in COUNTERS: count}``; empty when the store could not be read
-    counters: Mapping[str, int] = field(default_factory=dict)
-    last_external_change: float | None = None
-    last_restore: float | None = None
+    counters: Final[Mapping[str, int]]
+    last_external_change: Final[float | None]
+    last_restore: Final[float | None]
+
+    def __init__(self, now: float, started_at: float, build_version: str = __version__,
+                 components: tuple[ComponentMetrics, ...] = (), strays: int = 0, duplicates: int = 0,
+                 findings_by_severity: Mapping[str, int] | None = None, counters: Mapping[str, int] | None = None,
+                 last_external_change: float | None = None, last_restore: float | None = None) -> None:
+        self.now = now
+        self.started_at = started_at
+        self.build_version = build_version
+        self.components = components
+        self.strays = strays
+        self.duplicates = duplicates
+        self.findings_by_severity = {} if findings_by_severity is None else findings_by_severity
+        self.counters = {} if counters is None else counters
+        self.last_external_change = last_external_change
+        self.last_restore = last_restore
 
     def last_failures(self) -> dict[str, float]:
         """``{component: last validation failure time}`` to carry into the next snapshot."""

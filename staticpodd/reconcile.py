@@ -21,10 +21,13 @@ Policies (README "Configuration"; KUBELET.md "What a broken file does to a runni
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
 from .journal import ERR, NOTICE, WARNING, Event
+from .record import FrozenRecord, Record
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 #: What each engine ``Change.kind`` (``staticpodd.engine.Change``) means, as
 #: ``kind -> (event, sentence)``; ``{f}`` is the file name. The kubelet's view: a removal or a
@@ -60,33 +63,46 @@ CHANGE_KINDS: dict[str, tuple[Event, str]] = {
 QUIET_KINDS: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(FrozenRecord):
     """One journald entry to send: ``fields`` become upper-case journal fields."""
 
-    event: Event
-    priority: int
-    message: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    event: Final[Event]
+    priority: Final[int]
+    message: Final[str]
+    fields: Final[dict[str, Any]]
+
+    def __init__(self, event: Event, priority: int, message: str, fields: dict[str, Any] | None = None) -> None:
+        self.event = event
+        self.priority = priority
+        self.message = message
+        self.fields = {} if fields is None else fields
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(FrozenRecord):
     """One engine call to make: ``verb`` is ``"restore"`` (restore_last_good), ``"quarantine"`` or
     ``"unpark"``; ``target`` is a component (restore, unpark) or a file name (quarantine)."""
 
-    verb: str
-    target: str
-    reason: str
-    file_name: str | None = None
+    verb: Final[str]
+    target: Final[str]
+    reason: Final[str]
+    file_name: Final[str | None]
+
+    def __init__(self, verb: str, target: str, reason: str, file_name: str | None = None) -> None:
+        self.verb = verb
+        self.target = target
+        self.reason = reason
+        self.file_name = file_name
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """Reports to log and actions to take, in order."""
 
-    reports: list[Report] = field(default_factory=list)
-    actions: list[Action] = field(default_factory=list)
+    reports: list[Report]
+    actions: list[Action]
+
+    def __init__(self, reports: list[Report] | None = None, actions: list[Action] | None = None) -> None:
+        self.reports = [] if reports is None else reports
+        self.actions = [] if actions is None else actions
 
     def extend(self, other: Plan) -> Plan:
         """Append another plan's reports and actions; returns self."""

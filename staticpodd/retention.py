@@ -25,23 +25,29 @@ the clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from .layout import component_of
+from .record import FrozenRecord, Record
 from .storerows import DIGEST_HEX, digest_keys
 from .tallies import carry_over, tally
 
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
-@dataclass(frozen=True)
-class Policy:
+
+class Policy(FrozenRecord):
     """``retention:`` in the config. ``keep_versions``: newest N per component (None: no count
     limit); ``keep_for``: seconds (None: no age rule); ``interval``: seconds between the daemon's
     prunes."""
 
-    keep_versions: int | None = None
-    keep_for: float | None = None
-    interval: float = 3600
+    keep_versions: Final[int | None]
+    keep_for: Final[float | None]
+    interval: Final[float]
+
+    def __init__(self, keep_versions: int | None = None, keep_for: float | None = None, interval: float = 3600) -> None:
+        self.keep_versions = keep_versions
+        self.keep_for = keep_for
+        self.interval = interval
 
     @property
     def active(self) -> bool:
@@ -60,24 +66,30 @@ def policy_for(config: Any, *, keep: int | None = None, keep_for: float | None =
     )
 
 
-@dataclass
-class ComponentPlan:
+class ComponentPlan(Record):
     """What one component loses: ``seqs`` pruned (ascending), and whether it is ``retired``
     altogether (a removed stray past the window)."""
 
     component: str
-    seqs: list[int] = field(default_factory=list)
-    kept: int = 0
-    retired: bool = False
-    protected: dict[int, str] = field(default_factory=dict)  # seq -> why it must stay
+    seqs: list[int]
+    kept: int
+    retired: bool
+    protected: dict[int, str]  # seq -> why it must stay
+
+    def __init__(self, component: str, seqs: list[int] | None = None, kept: int = 0, retired: bool = False,
+                 protected: dict[int, str] | None = None) -> None:
+        self.component = component
+        self.seqs = [] if seqs is None else seqs
+        self.kept = kept
+        self.retired = retired
+        self.protected = {} if protected is None else protected
 
     def to_dict(self) -> dict[str, Any]:
         return {"component": self.component, "pruned_versions": self.seqs, "kept_versions": self.kept,
                 "retired": self.retired, "protected": {str(k): v for k, v in sorted(self.protected.items())}}
 
 
-@dataclass
-class PruneResult:
+class PruneResult(Record):
     """The outcome of :func:`prune`: per component plans (only those that lose something),
     blobs (digests) deleted, bytes freed (uncompressed sizes) and whether it was a dry run."""
 
@@ -85,6 +97,12 @@ class PruneResult:
     blobs: int
     bytes: int
     dry_run: bool
+
+    def __init__(self, components: list[ComponentPlan], blobs: int, bytes: int, dry_run: bool) -> None:
+        self.components = components
+        self.blobs = blobs
+        self.bytes = bytes
+        self.dry_run = dry_run
 
     @property
     def versions(self) -> int:

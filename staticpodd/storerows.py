@@ -15,10 +15,13 @@ older writer keyed by hex; :data:`DIGEST_HEX` reads one back as hex in SQL).
 
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import dataclass
-from typing import Any
+
+from .record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -136,28 +139,50 @@ def digest_keys(digest: str) -> tuple[bytes | str, str]:
 
 
 def digest_of(data: bytes) -> str:
-    """sha256 hex digest of ``data`` (DESIGN.md "digest"; show 12 characters to humans)."""
+    """sha256 hex digest of ``data`` (DESIGN.md "digest"; show 12 characters to humans).
+
+    hashlib is imported here, on the first digest, not with the module: loading OpenSSL costs a
+    read verb whose files all match their stat signatures a third of its start-up (issue 14)."""
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(FrozenRecord):
     """One recorded version of a component. ``created_at`` is epoch seconds (UTC)."""
 
-    component: str
-    seq: int
-    file_name: str
-    digest: str
-    size: int
-    mode: int | None
-    uid: int | None
-    gid: int | None
-    action: str
-    actor: str
-    actor_via: str | None
-    reason: str | None
-    location: str
-    created_at: float
+    component: Final[str]
+    seq: Final[int]
+    file_name: Final[str]
+    digest: Final[str]
+    size: Final[int]
+    mode: Final[int | None]
+    uid: Final[int | None]
+    gid: Final[int | None]
+    action: Final[str]
+    actor: Final[str]
+    actor_via: Final[str | None]
+    reason: Final[str | None]
+    location: Final[str]
+    created_at: Final[float]
+
+    def __init__(self, component: str, seq: int, file_name: str, digest: str, size: int, mode: int | None,
+                 uid: int | None, gid: int | None, action: str, actor: str, actor_via: str | None, reason: str | None,
+                 location: str, created_at: float) -> None:
+        self.component = component
+        self.seq = seq
+        self.file_name = file_name
+        self.digest = digest
+        self.size = size
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+        self.action = action
+        self.actor = actor
+        self.actor_via = actor_via
+        self.reason = reason
+        self.location = location
+        self.created_at = created_at
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape used by ``--json`` (mode as an octal string, e.g. ``"0600"``)."""
@@ -168,18 +193,28 @@ class Version:
         return d
 
 
-@dataclass(frozen=True)
-class ParkRecord:
+class ParkRecord(FrozenRecord):
     """A component parked now. ``until`` is the epoch deadline, or None (until unparked)."""
 
-    component: str
-    file_name: str
-    digest: str
-    parked_at: float
-    until: float | None
-    actor: str
-    actor_via: str | None
-    reason: str | None
+    component: Final[str]
+    file_name: Final[str]
+    digest: Final[str]
+    parked_at: Final[float]
+    until: Final[float | None]
+    actor: Final[str]
+    actor_via: Final[str | None]
+    reason: Final[str | None]
+
+    def __init__(self, component: str, file_name: str, digest: str, parked_at: float, until: float | None, actor: str,
+                 actor_via: str | None, reason: str | None) -> None:
+        self.component = component
+        self.file_name = file_name
+        self.digest = digest
+        self.parked_at = parked_at
+        self.until = until
+        self.actor = actor
+        self.actor_via = actor_via
+        self.reason = reason
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape used by ``--json`` and the daemon's heartbeat (ISO 8601 UTC times)."""
@@ -195,16 +230,23 @@ class ParkRecord:
         }
 
 
-@dataclass(frozen=True)
-class Intent:
+class Intent(FrozenRecord):
     """An operation in progress (see :meth:`staticpodd.engine.Engine.recover`)."""
 
-    id: int
-    op: str
-    component: str
-    payload: dict[str, Any]
-    created_at: float
-    pid: int
+    id: Final[int]
+    op: Final[str]
+    component: Final[str]
+    payload: Final[dict[str, Any]]
+    created_at: Final[float]
+    pid: Final[int]
+
+    def __init__(self, id: int, op: str, component: str, payload: dict[str, Any], created_at: float, pid: int) -> None:
+        self.id = id
+        self.op = op
+        self.component = component
+        self.payload = payload
+        self.created_at = created_at
+        self.pid = pid
 
 
 def iso(ts: float) -> str:
@@ -222,17 +264,26 @@ _VERSION_COLS = (
 _VERSION_SELECT = _VERSION_COLS.replace(" digest,", f" {DIGEST_HEX},")
 
 
-@dataclass(frozen=True)
-class Observed:
+class Observed(FrozenRecord):
     """The state last seen at one path: ``location`` is ``live`` or ``parked``."""
 
-    component: str
-    file_name: str
-    location: str
-    digest: str
-    mode: int | None
-    uid: int | None
-    gid: int | None
+    component: Final[str]
+    file_name: Final[str]
+    location: Final[str]
+    digest: Final[str]
+    mode: Final[int | None]
+    uid: Final[int | None]
+    gid: Final[int | None]
+
+    def __init__(self, component: str, file_name: str, location: str, digest: str, mode: int | None, uid: int | None,
+                 gid: int | None) -> None:
+        self.component = component
+        self.file_name = file_name
+        self.location = location
+        self.digest = digest
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
 
     @property
     def key(self) -> str:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: counter suffix -> (table, SQL condition) whose matching rows it counts (summed over rows)
 COUNTED: tuple[tuple[str, str, str], ...] = (

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Any
 
 import yaml
 
@@ -31,6 +30,10 @@ from staticpodd.yamlresolve import (
     _problem,
     resolve_plain,
 )
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 # --------------------------------------------------------------------------- composing
 # libyaml composes the node graph; our resolver only marks plain scalars so that the

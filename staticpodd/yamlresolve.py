@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from staticpodd.decoded import DecodeProblem
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 _PLAIN = "!staticpodd/plain"
 _STR = "tag:yaml.org,2002:str"

@@ -8,10 +8,13 @@ imported only then.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..errors import EXIT_OK
 from .output import Out, print_warnings
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def result_out(out: Out, res: Any, *, show_diff: bool = False, eng: Any = None) -> None:

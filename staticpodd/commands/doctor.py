@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
 
 from ..errors import EXIT_FAILURE, EXIT_OK
 from ..termsafe import shell_word
 from .health import heartbeat
 from .loading import build_engine, config_problems
 from .output import PROG, Out
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _base(path: Any) -> str | None:

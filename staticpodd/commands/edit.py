@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from ..errors import EXIT_FAILURE, EXIT_OK, EditorFailed, FsError, InvalidManifest, StaticpodError
 from .changing import pre_wait, result_out, wait
 from .loading import build_engine
 from .output import PROG, Out
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def cmd_edit(args: argparse.Namespace, out: Out) -> int:

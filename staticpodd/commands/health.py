@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
 from .output import ago
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def heartbeat(layout: Any) -> dict[str, Any]:

@@ -14,12 +14,15 @@ import json
 import os
 import re
 import sys
-from typing import Any
 
 from .. import __version__
 from ..errors import ConfigError, StaticpodError
 from ..termsafe import safe
 from .output import PROG
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def build_layout(args: argparse.Namespace) -> Any:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from ..errors import InvalidManifest, StaticpodError
 from ..termsafe import json_safe, safe
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The ``--json`` envelope's ``format_version`` (config management modules check it).
 FORMAT_VERSION = 1

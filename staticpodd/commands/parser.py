@@ -13,11 +13,14 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from .. import __version__
 from ..errors import EXIT_FAILURE, EXIT_USAGE
 from .output import FORMAT_VERSION, PROG, emit_json
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Parser(argparse.ArgumentParser):

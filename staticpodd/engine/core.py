@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .. import fsops
 from ..errors import Conflict, FsError, StaticpodError, StoreError, UnknownComponent, UsageError
@@ -25,6 +24,10 @@ from ..store import Observed, VersionStore
 from ..termsafe import note_names, printable_name
 from .fsfacts import _entry_is_file, is_utf8_name
 from .model import Actor, OpWarning, Target, _q
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class EngineCore:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: A file whose ctime was less than this before its bytes were read gets no stored signature: a
 #: write in the same timestamp tick as the read would leave the stat unchanged (git's "racy" rule).

@@ -14,7 +14,6 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..errors import Conflict, InvalidManifest
 from ..journal import WARNING, Event
@@ -24,6 +23,10 @@ from ..termsafe import printable_name
 from .core import EngineCore
 from .fsfacts import _sig_text, _stat_sig
 from .model import _q
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class GateCore(EngineCore):

@@ -11,23 +11,30 @@ from __future__ import annotations
 import os
 import pwd
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import UsageError
+from ..record import FrozenRecord, Record
 from ..store import ParkRecord, Version
 from ..termsafe import shell_word
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 EXTERNAL = "external"
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(FrozenRecord):
     """Who acts: the invoking user (``SUDO_USER`` through sudo), the daemon, or ``external``."""
 
-    name: str
-    uid: int
-    via: str | None = None
+    name: Final[str]
+    uid: Final[int]
+    via: Final[str | None]
+
+    def __init__(self, name: str, uid: int, via: str | None = None) -> None:
+        self.name = name
+        self.uid = uid
+        self.via = via
 
     @classmethod
     def current(cls) -> Actor:
@@ -51,14 +58,19 @@ class Actor:
         return f"{self.name} (via {self.via})" if self.via else self.name
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(FrozenRecord):
     """A resolved component: its file name and where its file is now."""
 
-    component: str
-    file_name: str
-    live: bool
-    parked: bool
+    component: Final[str]
+    file_name: Final[str]
+    live: Final[bool]
+    parked: Final[bool]
+
+    def __init__(self, component: str, file_name: str, live: bool, parked: bool) -> None:
+        self.component = component
+        self.file_name = file_name
+        self.live = live
+        self.parked = parked
 
     @property
     def location(self) -> str | None:
@@ -66,15 +78,20 @@ class Target:
         return "live" if self.live else "parked" if self.parked else None
 
 
-@dataclass
-class OpWarning:
+class OpWarning(Record):
     """Something an operation did not stop for but the operator must see (a post-hook that
     failed, a rollback across a pod rename): shaped like a validator finding for ``warnings``."""
 
     path: str
     message: str
-    code: str = "hook-failed"
-    severity: str = "warning"
+    code: str
+    severity: str
+
+    def __init__(self, path: str, message: str, code: str = "hook-failed", severity: str = "warning") -> None:
+        self.path = path
+        self.message = message
+        self.code = code
+        self.severity = severity
 
     @classmethod
     def of(cls, r: Any, phase: str, verb: str) -> OpWarning:
@@ -93,8 +110,7 @@ class OpWarning:
         return {"code": self.code, "severity": self.severity, "path": self.path, "message": self.message}
 
 
-@dataclass
-class Change:
+class Change(Record):
     """One external change found by :meth:`Engine.scan`.
 
     ``kind``: created, modified, removed, moved-in, moved-out, mode-changed, parked-copy-edited,
@@ -107,10 +123,21 @@ class Change:
     file_name: str
     location: str
     kind: str
-    digest: str | None = None
-    version: int | None = None
-    valid: bool | None = None
-    findings: list[Any] = field(default_factory=list)
+    digest: str | None
+    version: int | None
+    valid: bool | None
+    findings: list[Any]
+
+    def __init__(self, component: str, file_name: str, location: str, kind: str, digest: str | None = None,
+                 version: int | None = None, valid: bool | None = None, findings: list[Any] | None = None) -> None:
+        self.component = component
+        self.file_name = file_name
+        self.location = location
+        self.kind = kind
+        self.digest = digest
+        self.version = version
+        self.valid = valid
+        self.findings = [] if findings is None else findings
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,8 +152,7 @@ class Change:
         }
 
 
-@dataclass
-class Result:
+class Result(Record):
     """What a changing verb did (or, with ``check``, would do). ``to_dict`` is the --json body."""
 
     action: str
@@ -134,17 +160,38 @@ class Result:
     file_name: str
     changed: bool
     msg: str
-    location: str | None = None
-    version: Version | None = None
-    previous_digest: str | None = None
-    digest: str | None = None
-    diff: str | None = None
-    warnings: list[Any] = field(default_factory=list)
-    park: ParkRecord | None = None
-    check: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    location: str | None
+    version: Version | None
+    previous_digest: str | None
+    digest: str | None
+    diff: str | None
+    warnings: list[Any]
+    park: ParkRecord | None
+    check: bool
+    extra: dict[str, Any]
     #: Ansible's diff form: before/after texts and their headers (``--json``'s ``diff``).
-    diff_pair: dict[str, Any] = field(default_factory=dict)
+    diff_pair: dict[str, Any]
+
+    def __init__(self, action: str, component: str, file_name: str, changed: bool, msg: str,
+                 location: str | None = None, version: Version | None = None, previous_digest: str | None = None,
+                 digest: str | None = None, diff: str | None = None, warnings: list[Any] | None = None,
+                 park: ParkRecord | None = None, check: bool = False, extra: dict[str, Any] | None = None,
+                 diff_pair: dict[str, Any] | None = None) -> None:
+        self.action = action
+        self.component = component
+        self.file_name = file_name
+        self.changed = changed
+        self.msg = msg
+        self.location = location
+        self.version = version
+        self.previous_digest = previous_digest
+        self.digest = digest
+        self.diff = diff
+        self.warnings = [] if warnings is None else warnings
+        self.park = park
+        self.check = check
+        self.extra = {} if extra is None else extra
+        self.diff_pair = {} if diff_pair is None else diff_pair
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

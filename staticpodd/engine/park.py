@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from .. import fsops
 from ..errors import AlreadyParked, Conflict, FsError, InvalidManifest, LiveFileExists, NotParked, UsageError
@@ -22,6 +21,10 @@ from ..layout import component_of
 from ..store import digest_of, iso
 from .model import OpWarning, Result, _human_duration, _q
 from .swap import SwapVerbs
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ParkVerbs(SwapVerbs):

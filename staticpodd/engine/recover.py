@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from .. import fsops
 from ..errors import StoreError
 from ..journal import NOTICE, Event
 from ..store import ParkRecord, Version, digest_of
 from .core import EngineCore
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The hint of a change that reached the kubelet but could not be recorded (see
 #: :meth:`RecoverVerbs._after_rename`): the committed intent records it later.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
 
 from .. import fsops
 from ..errors import Conflict, FsError, LiveFileExists, StoreError, UnknownComponent, UsageError
@@ -23,6 +22,8 @@ from .fsfacts import is_utf8_name
 from .model import EXTERNAL, OpWarning, Result, Target, _q, unified_diff
 from .recover import RecoverVerbs
 from .scan import ScanVerbs
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 
 #: Names ``apply --as`` accepts for a new component (the kubelet would read any non-dot name; we
 #: keep to names that are safe in file names, shells and ``COMPONENT@N`` specs).

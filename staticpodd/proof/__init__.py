@@ -22,7 +22,10 @@ run from the node, are the evidence. Public API::
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Submodules load on first use (PEP 562): `staticpodctl park` imports only options and
 # critical, never the prover (http.client, ssl) unless --wait asks for it.

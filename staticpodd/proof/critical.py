@@ -8,7 +8,10 @@ leases stop, and a kubelet restarted meanwhile may skip removals and additions
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _image_base(image: Any) -> str:

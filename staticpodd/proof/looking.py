@@ -11,7 +11,6 @@ Prover class holds its two waits; the methods are unchanged and reached through 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +160,7 @@ class PodLooks:
                         continue
                     spec = t.spec
                     if now + spec.timeout > deadline:  # never let one probe overrun the wait's deadline
-                        spec = replace(spec, timeout=max(0.1, deadline - now))
+                        spec = spec.replace(timeout=max(0.1, deadline - now))
                     result: ProbeResult = run_probe(spec, host, container_id=ids.get(cname), exec_runner=exec_runner)
                     t.record(result, self.clock())
                     if t.spec.kind in ("startupProbe", "livenessProbe") and t.failed:

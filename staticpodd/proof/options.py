@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
 
+from ..record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
+    from typing import Any, Final, TextIO
+
     from .prover import Progress
 
 #: kubeadm's wait for a static pod after an upgrade (5 minutes).
@@ -125,13 +128,17 @@ def add_wait_arguments(parser: argparse.ArgumentParser, *, verb: str) -> None:
         )
 
 
-@dataclass(frozen=True)
-class WaitOptions:
+class WaitOptions(FrozenRecord):
     """The resolved proof settings of one command. ``timeout``: seconds, None = do not wait."""
 
-    timeout: float | None
-    rollback_on_failure: bool
-    force: bool
+    timeout: Final[float | None]
+    rollback_on_failure: Final[bool]
+    force: Final[bool]
+
+    def __init__(self, timeout: float | None, rollback_on_failure: bool, force: bool) -> None:
+        self.timeout = timeout
+        self.rollback_on_failure = rollback_on_failure
+        self.force = force
 
     @classmethod
     def from_args(cls, args: Any, config: Mapping[str, Any] | None = None) -> WaitOptions:

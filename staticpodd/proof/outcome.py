@@ -9,40 +9,57 @@ Records only: :mod:`.prover` and :mod:`.looking` produce them; ``staticpodd.proo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import WaitTimeout
+from ..record import FrozenRecord, Record
 from .runtime import Container, Sandbox
 
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
-@dataclass(frozen=True)
-class Progress:
+
+class Progress(FrozenRecord):
     """One progress report. ``phase``: stopping | sandbox | containers | health | relist | done.
 
     ``message``: what is being waited for, in words. ``elapsed``/``timeout``: seconds.
     """
 
-    phase: str
-    message: str
-    elapsed: float
-    timeout: float
-    done: bool = False
+    phase: Final[str]
+    message: Final[str]
+    elapsed: Final[float]
+    timeout: Final[float]
+    done: Final[bool]
+
+    def __init__(self, phase: str, message: str, elapsed: float, timeout: float, done: bool = False) -> None:
+        self.phase = phase
+        self.message = message
+        self.elapsed = elapsed
+        self.timeout = timeout
+        self.done = done
 
 
 ProgressCallback = Callable[[Progress], None]
 
 
-@dataclass(frozen=True)
-class PodObservation:
+class PodObservation(FrozenRecord):
     """What the runtime showed for one pod at ``taken_at`` (wall-clock seconds)."""
 
-    pod_name: str
-    namespace: str
-    taken_at: float
-    sandboxes: tuple[Sandbox, ...] = ()
-    containers: tuple[Container, ...] = ()
-    similar_names: tuple[str, ...] = ()  # ready static pods named <base>-<other node name>
+    pod_name: Final[str]
+    namespace: Final[str]
+    taken_at: Final[float]
+    sandboxes: Final[tuple[Sandbox, ...]]
+    containers: Final[tuple[Container, ...]]
+    similar_names: Final[tuple[str, ...]]  # ready static pods named <base>-<other node name>
+
+    def __init__(self, pod_name: str, namespace: str, taken_at: float, sandboxes: tuple[Sandbox, ...] = (),
+                 containers: tuple[Container, ...] = (), similar_names: tuple[str, ...] = ()) -> None:
+        self.pod_name = pod_name
+        self.namespace = namespace
+        self.taken_at = taken_at
+        self.sandboxes = sandboxes
+        self.containers = containers
+        self.similar_names = similar_names
 
     @property
     def ready_sandboxes(self) -> list[Sandbox]:
@@ -81,8 +98,7 @@ class PodObservation:
         }
 
 
-@dataclass
-class Outcome:
+class Outcome(Record):
     """The result of a wait.
 
     ``ok``: the node did what was asked. ``state``: stopped | running (ok) | still-running |
@@ -94,10 +110,20 @@ class Outcome:
     ok: bool
     state: str
     message: str
-    elapsed: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
-    shadowing_file: str | None = None
-    hint: str | None = None
+    elapsed: float
+    details: dict[str, Any]
+    shadowing_file: str | None
+    hint: str | None
+
+    def __init__(self, ok: bool, state: str, message: str, elapsed: float = 0.0, details: dict[str, Any] | None = None,
+                 shadowing_file: str | None = None, hint: str | None = None) -> None:
+        self.ok = ok
+        self.state = state
+        self.message = message
+        self.elapsed = elapsed
+        self.details = {} if details is None else details
+        self.shadowing_file = shadowing_file
+        self.hint = hint
 
     @property
     def rollback_advised(self) -> bool:

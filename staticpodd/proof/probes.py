@@ -28,34 +28,56 @@ import http.client
 import socket
 import ssl
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import StaticpodError
+from ..record import FrozenRecord, Record
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 USER_AGENT = "kube-probe/staticpodd"
 PROBE_KINDS = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
-@dataclass(frozen=True)
-class ProbeSpec:
+class ProbeSpec(FrozenRecord):
     """One probe of one container, with the kubelet's defaults filled in (seconds)."""
 
-    container: str
-    kind: str  # startupProbe | readinessProbe | livenessProbe
-    handler: str  # httpGet | tcpSocket | exec | grpc | none
-    scheme: str = "HTTP"
-    host: str | None = None
-    port: int | None = None
-    path: str = "/"
-    headers: tuple[tuple[str, str], ...] = ()
-    command: tuple[str, ...] = ()
-    period: float = 10.0
-    timeout: float = 1.0
-    success_threshold: int = 1
-    failure_threshold: int = 3
-    initial_delay: float = 0.0
-    error: str | None = None  # why the spec cannot be run (bad port name, ...)
+    container: Final[str]
+    kind: Final[str]  # startupProbe | readinessProbe | livenessProbe
+    handler: Final[str]  # httpGet | tcpSocket | exec | grpc | none
+    scheme: Final[str]
+    host: Final[str | None]
+    port: Final[int | None]
+    path: Final[str]
+    headers: Final[tuple[tuple[str, str], ...]]
+    command: Final[tuple[str, ...]]
+    period: Final[float]
+    timeout: Final[float]
+    success_threshold: Final[int]
+    failure_threshold: Final[int]
+    initial_delay: Final[float]
+    error: Final[str | None]  # why the spec cannot be run (bad port name, ...)
+
+    def __init__(self, container: str, kind: str, handler: str, scheme: str = "HTTP", host: str | None = None,
+                 port: int | None = None, path: str = "/", headers: tuple[tuple[str, str], ...] = (),
+                 command: tuple[str, ...] = (), period: float = 10.0, timeout: float = 1.0, success_threshold: int = 1,
+                 failure_threshold: int = 3, initial_delay: float = 0.0, error: str | None = None) -> None:
+        self.container = container
+        self.kind = kind
+        self.handler = handler
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.path = path
+        self.headers = headers
+        self.command = command
+        self.period = period
+        self.timeout = timeout
+        self.success_threshold = success_threshold
+        self.failure_threshold = failure_threshold
+        self.initial_delay = initial_delay
+        self.error = error
 
     def describe(self, host: str) -> str:
         """``readinessProbe of kube-apiserver: GET https://127.0.0.1:6443/readyz``"""
@@ -160,13 +182,17 @@ def probe_specs(manifest_doc: Mapping[str, Any]) -> list[ProbeSpec]:
     return out
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+class ProbeResult(FrozenRecord):
     """``ok``: passed; ``skipped``: not run from the node (grpc); ``message``: what was seen."""
 
-    ok: bool
-    message: str
-    skipped: bool = False
+    ok: Final[bool]
+    message: Final[str]
+    skipped: Final[bool]
+
+    def __init__(self, ok: bool, message: str, skipped: bool = False) -> None:
+        self.ok = ok
+        self.message = message
+        self.skipped = skipped
 
 
 def run_http(spec: ProbeSpec, host: str) -> ProbeResult:
@@ -212,18 +238,28 @@ def run_tcp(spec: ProbeSpec, host: str) -> ProbeResult:
         return ProbeResult(False, f"{type(exc).__name__}: {exc}")
 
 
-@dataclass
-class ProbeTracker:
+class ProbeTracker(Record):
     """The kubelet's counting for one probe: consecutive successes/failures, next due time."""
 
     spec: ProbeSpec
     next_due: float  # monotonic seconds
-    successes: int = 0
-    failures: int = 0
-    runs: int = 0
-    passed_once: bool = False
-    last: ProbeResult | None = None
-    history: list[str] = field(default_factory=list)
+    successes: int
+    failures: int
+    runs: int
+    passed_once: bool
+    last: ProbeResult | None
+    history: list[str]
+
+    def __init__(self, spec: ProbeSpec, next_due: float, successes: int = 0, failures: int = 0, runs: int = 0,
+                 passed_once: bool = False, last: ProbeResult | None = None, history: list[str] | None = None) -> None:
+        self.spec = spec
+        self.next_due = next_due
+        self.successes = successes
+        self.failures = failures
+        self.runs = runs
+        self.passed_once = passed_once
+        self.last = last
+        self.history = [] if history is None else history
 
     def record(self, result: ProbeResult, now: float) -> None:
         self.runs += 1

@@ -27,10 +27,13 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import RuntimeUnavailable
+from ..record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 CONFIG_HASH = "kubernetes.io/config.hash"
 CONFIG_SOURCE = "kubernetes.io/config.source"
@@ -60,20 +63,33 @@ def _str_map(value: Any) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(FrozenRecord):
     """One CRI pod sandbox (``crictl pods``). ``created_ns``: nanoseconds since the epoch."""
 
-    id: str
-    name: str
-    namespace: str
-    uid: str
-    state: str
-    created_ns: int
-    attempt: int = 0
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    ip: str | None = None
+    id: Final[str]
+    name: Final[str]
+    namespace: Final[str]
+    uid: Final[str]
+    state: Final[str]
+    created_ns: Final[int]
+    attempt: Final[int]
+    labels: Final[dict[str, str]]
+    annotations: Final[dict[str, str]]
+    ip: Final[str | None]
+
+    def __init__(self, id: str, name: str, namespace: str, uid: str, state: str, created_ns: int, attempt: int = 0,
+                 labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+                 ip: str | None = None) -> None:
+        self.id = id
+        self.name = name
+        self.namespace = namespace
+        self.uid = uid
+        self.state = state
+        self.created_ns = created_ns
+        self.attempt = attempt
+        self.labels = {} if labels is None else labels
+        self.annotations = {} if annotations is None else annotations
+        self.ip = ip
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> Sandbox:
@@ -116,18 +132,28 @@ class Sandbox:
         }
 
 
-@dataclass(frozen=True)
-class Container:
+class Container(FrozenRecord):
     """One CRI container (``crictl ps -a``). ``created_ns``: nanoseconds since the epoch."""
 
-    id: str
-    pod_sandbox_id: str
-    name: str
-    state: str
-    created_ns: int
-    attempt: int = 0
-    image: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
+    id: Final[str]
+    pod_sandbox_id: Final[str]
+    name: Final[str]
+    state: Final[str]
+    created_ns: Final[int]
+    attempt: Final[int]
+    image: Final[str]
+    labels: Final[dict[str, str]]
+
+    def __init__(self, id: str, pod_sandbox_id: str, name: str, state: str, created_ns: int, attempt: int = 0,
+                 image: str = "", labels: dict[str, str] | None = None) -> None:
+        self.id = id
+        self.pod_sandbox_id = pod_sandbox_id
+        self.name = name
+        self.state = state
+        self.created_ns = created_ns
+        self.attempt = attempt
+        self.image = image
+        self.labels = {} if labels is None else labels
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> Container:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from ..record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 MAX_CONFIG_LENGTH = 10 * 1024 * 1024  # the kubelet's maxConfigLength
 
@@ -42,12 +46,15 @@ def _load_first_document(path: Path) -> Any:
     return None
 
 
-@dataclass(frozen=True)
-class Definer:
+class Definer(FrozenRecord):
     """A file in the manifest directory that defines the pod."""
 
-    file_name: str
-    doc: Any
+    file_name: Final[str]
+    doc: Final[Any]
+
+    def __init__(self, file_name: str, doc: Any) -> None:
+        self.file_name = file_name
+        self.doc = doc
 
 
 def files_defining(manifest_dir: Path, namespace: str, name: str) -> list[Definer]:

@@ -13,8 +13,6 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     EXIT_OK,
@@ -26,15 +24,18 @@ from ..errors import (
     UnknownComponent,
 )
 from ..journal import ERR, NOTICE, WARNING, Event
+from ..record import Record
 from .critical import critical_component_reason
 from .options import ROLLBACK_VERBS, TerminalProgress, WaitOptions
 
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:  # the prover pulls in http/ssl; park without --wait must not pay for it
+    from typing import Any
+
     from .prover import Outcome, PodObservation, Prover
 
 
-@dataclass
-class BeforeSwap:
+class BeforeSwap(Record):
     """What :func:`before_operation` saw. ``snapshot`` is None when not waiting."""
 
     verb: str
@@ -44,7 +45,19 @@ class BeforeSwap:
     namespace: str | None
     snapshot: PodObservation | None
     taken_at: float
-    prover: Prover | None = None
+    prover: Prover | None
+
+    def __init__(self, verb: str, component: str | None, doc: dict[str, Any] | None, pod: str | None,
+                 namespace: str | None, snapshot: PodObservation | None, taken_at: float,
+                 prover: Prover | None = None) -> None:
+        self.verb = verb
+        self.component = component
+        self.doc = doc
+        self.pod = pod
+        self.namespace = namespace
+        self.snapshot = snapshot
+        self.taken_at = taken_at
+        self.prover = prover
 
 
 def config_values(eng: Any) -> dict[str, Any]:

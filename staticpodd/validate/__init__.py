@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from staticpodd.decoded import DecodeProblem, Manifest
 from staticpodd.decoding import decode
@@ -34,6 +33,10 @@ from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Con
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
 from staticpodd.validate.identity import DECODE_CODES, identity_findings
 from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_VERSION",

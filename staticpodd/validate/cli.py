@@ -15,10 +15,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
 
 from staticpodd.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from staticpodd.termsafe import json_safe, printable_name, safe
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 
 def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -10,12 +10,15 @@ removed at the next 20 s relist. Pod-level rules are in :mod:`.podrules`, which 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from staticpodd.validate.context import Context, as_dict, as_list
 from staticpodd.validate.identity import dns1123_label_errors
 from staticpodd.validate.quantity import parse_quantity
 from staticpodd.validate.ruletools import REFUSED, _int, _suggest
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 _IANA_SVC_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
 _PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")

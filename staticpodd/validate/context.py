@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
 
 from staticpodd.decoded import DEFAULT_MAX_BYTES
 from staticpodd.validate.findings import Finding, make
+
+from ..record import FrozenRecord, Record
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
 """Kubernetes minors we ship Pod schemas for (oldest first); the newest is the default."""
 DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(FrozenRecord):
     """How to validate.
 
     ``kubernetes_version``: the kubelet minor to judge against, ``"1.NN"``.
@@ -31,16 +34,32 @@ class Options:
     ``check_host``: check hostPath paths on this machine (False when validating for another node).
     """
 
-    kubernetes_version: str = DEFAULT_VERSION
-    strict: bool = False
-    max_bytes: int = DEFAULT_MAX_BYTES
-    node_name: str | None = None
-    cpu_capacity_millis: int | None = None
-    memory_capacity_bytes: int | None = None
-    check_host: bool = True
-    cpu_reserved_millis: int = 0
-    memory_reserved_bytes: int = 0
-    memory_eviction_hard: str = "100Mi"
+    kubernetes_version: Final[str]
+    strict: Final[bool]
+    max_bytes: Final[int]
+    node_name: Final[str | None]
+    cpu_capacity_millis: Final[int | None]
+    memory_capacity_bytes: Final[int | None]
+    check_host: Final[bool]
+    cpu_reserved_millis: Final[int]
+    memory_reserved_bytes: Final[int]
+    memory_eviction_hard: Final[str]
+
+    def __init__(self, kubernetes_version: str = DEFAULT_VERSION, strict: bool = False,
+                 max_bytes: int = DEFAULT_MAX_BYTES, node_name: str | None = None,
+                 cpu_capacity_millis: int | None = None, memory_capacity_bytes: int | None = None,
+                 check_host: bool = True, cpu_reserved_millis: int = 0, memory_reserved_bytes: int = 0,
+                 memory_eviction_hard: str = "100Mi") -> None:
+        self.kubernetes_version = kubernetes_version
+        self.strict = strict
+        self.max_bytes = max_bytes
+        self.node_name = node_name
+        self.cpu_capacity_millis = cpu_capacity_millis
+        self.memory_capacity_bytes = memory_capacity_bytes
+        self.check_host = check_host
+        self.cpu_reserved_millis = cpu_reserved_millis
+        self.memory_reserved_bytes = memory_reserved_bytes
+        self.memory_eviction_hard = memory_eviction_hard
 
     def resolved_node_name(self) -> str:
         """The node name the kubelet would use: ``node_name`` or the lower-cased host name."""
@@ -65,15 +84,22 @@ def parse_version(text: str) -> str:
     return v
 
 
-@dataclass
-class Context:
+class Context(Record):
     """One file being validated: rules read ``doc``/``spec`` and call :meth:`add`."""
 
     doc: dict
     positions: dict
     path: str
     options: Options
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding]
+
+    def __init__(self, doc: dict, positions: dict, path: str, options: Options,
+                 findings: list[Finding] | None = None) -> None:
+        self.doc = doc
+        self.positions = positions
+        self.path = path
+        self.options = options
+        self.findings = [] if findings is None else findings
 
     @property
     def spec(self) -> dict:

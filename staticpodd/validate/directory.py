@@ -13,10 +13,13 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from staticpodd.validate.context import Options, as_dict, as_list
 from staticpodd.validate.findings import Finding, make
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 ValidateFn = Callable[[bytes, str, Options], "tuple[Any, dict, list[Finding]]"]
 

@@ -8,10 +8,13 @@ for a whole file is :func:`staticpodd.validate.verdict.verdict`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from staticpodd.positions import locate
+
+from ..record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -26,8 +29,7 @@ KUBELET_ACCEPTS = "accepts"
 KUBELET_LEVELS = (KUBELET_REFUSES, KUBELET_FAILS_ADMISSION, KUBELET_ACCEPTS)
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(FrozenRecord):
     """One thing the validator found in one file (or directory).
 
     ``code``: stable kebab-case identifier (part of the ``--json`` contract).
@@ -44,15 +46,28 @@ class Finding:
     warnings and infos are always ``"accepts"``.
     """
 
-    code: str
-    severity: str
-    path: str
-    line: int | None
-    column: int | None
-    field: str | None
-    message: str
-    hint: str | None = None
-    kubelet: str | None = None
+    code: Final[str]
+    severity: Final[str]
+    path: Final[str]
+    line: Final[int | None]
+    column: Final[int | None]
+    field: Final[str | None]
+    message: Final[str]
+    hint: Final[str | None]
+    kubelet: Final[str | None]
+
+    def __init__(self, code: str, severity: str, path: str, line: int | None, column: int | None, field: str | None,
+                 message: str, hint: str | None = None, kubelet: str | None = None) -> None:
+        self.code = code
+        self.severity = severity
+        self.path = path
+        self.line = line
+        self.column = column
+        self.field = field
+        self.message = message
+        self.hint = hint
+        self.kubelet = kubelet
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.severity != "error":

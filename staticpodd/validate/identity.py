@@ -7,12 +7,14 @@ validated with pkg/apis/core/validation/validation.go ``ValidatePodCreate``).
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import Any
 
 from staticpodd.positions import locate
 from staticpodd.validate.findings import Finding, make
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -219,7 +221,7 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
         )
         if finding.line is None:  # no metadata at all: point at the top-level kind, where it belongs
             line, column = locate(positions or {}, "kind")
-            finding = dataclasses.replace(finding, line=line or 1, column=column or 1)
+            finding = finding.replace(line=line or 1, column=column or 1)
         return [finding]
     if not isinstance(name, str):
         return [

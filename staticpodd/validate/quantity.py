@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([a-zA-Z]*|[eE][-+]?[0-9]+)$")
 _SUFFIX = {

@@ -7,7 +7,10 @@ that the container rules can live in their own module (issue 15).
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
 
 REFUSED = "the kubelet refuses the pod"
 

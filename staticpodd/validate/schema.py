@@ -23,10 +23,13 @@ import math
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from staticpodd.positions import join_path
 from staticpodd.validate.context import DEFAULT_VERSION, Context
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)

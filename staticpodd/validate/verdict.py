@@ -13,10 +13,14 @@ Works on :class:`~staticpodd.validate.findings.Finding` objects and on their ``t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES
+
+from ..record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 
 def _get(f: Any, key: str) -> Any:
@@ -56,8 +60,7 @@ def strictness_only(findings: Iterable[Any]) -> list[Any]:
     return [f for f in findings if _get(f, "severity") == "error" and kubelet_of(f) == KUBELET_ACCEPTS]
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(FrozenRecord):
     """Both levels for one file.
 
     ``kubelet``: ``"refuses"`` (the file is refused: the pod is dropped), ``"fails-admission"``
@@ -68,10 +71,17 @@ class Verdict:
     ``strictness``: codes of the errors the kubelet would not make.
     """
 
-    kubelet: str
-    staticpodd: str
-    reasons: tuple[str, ...] = ()
-    strictness: tuple[str, ...] = ()
+    kubelet: Final[str]
+    staticpodd: Final[str]
+    reasons: Final[tuple[str, ...]]
+    strictness: Final[tuple[str, ...]]
+
+    def __init__(self, kubelet: str, staticpodd: str, reasons: tuple[str, ...] = (), strictness: tuple[str,
+                 ...] = ()) -> None:
+        self.kubelet = kubelet
+        self.staticpodd = staticpodd
+        self.reasons = reasons
+        self.strictness = strictness
 
     @property
     def kubelet_runs(self) -> bool:

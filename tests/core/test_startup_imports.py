@@ -55,3 +55,47 @@ def test_building_a_verbs_parser_does_not_import_shutil() -> None:
         "print(sorted(m for m in ('shutil', 'lzma', 'bz2') if m in sys.modules))\n"
     )
     assert out.strip() == "[]"
+
+
+#: Modules the verbs below must not import: each costs a share of a bare interpreter's whole
+#: start-up (bench_scale row 5 prints the figures): ``typing`` about 0.4x, ``dataclasses`` with
+#: ``inspect``/``ast``/``dis``/``tokenize`` about 1.2x, ``hashlib`` (OpenSSL) about 0.3x.
+HEAVY = ("typing", "dataclasses", "inspect", "ast", "tokenize", "jsonschema", "watchdog")
+
+
+def _settled_node(kubeadm, tmp_path) -> None:
+    """kubeadm's four manifests recorded, and a full scan since their ctimes left the racy window
+    (fsfacts._RACY_NS): a node at rest, as the daemon's rescans keep it."""
+    time.sleep(2.1)
+    copy = tmp_path / "ks.yaml"
+    copy.write_bytes((kubeadm.manifests / "kube-scheduler.yaml").read_bytes())
+    out = subprocess.run([sys.executable, "-m", "staticpodd.cli", "apply", str(copy), "--as", "kube-scheduler",
+                          "--root", str(kubeadm.root)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def _imports_of(root, *argv: str) -> set[str]:
+    """The modules a fresh ``staticpodctl ARGV --root ROOT`` process has imported when it exits."""
+    code = (
+        "import sys\nfrom staticpodd.cli import main\n"
+        f"rc = main({[*argv, '--root', str(root)]!r})\n"
+        "sys.stdout.flush()\nprint('\\nMODULES', ' '.join(sorted(sys.modules)))\nsys.exit(rc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.rsplit("MODULES ", 1)[1].split())
+
+
+def test_status_and_history_on_a_node_at_rest_import_no_typing_dataclasses_or_openssl(kubeadm, tmp_path) -> None:
+    _settled_node(kubeadm, tmp_path)
+    for argv in (["status"], ["status", "--json"], ["history", "kube-scheduler"], ["history", "etcd", "--json"]):
+        mods = _imports_of(kubeadm.root, *argv)
+        assert sorted(m for m in (*HEAVY, "hashlib", "signal", "yaml") if m in mods) == [], argv
+
+
+def test_park_unpark_and_validate_import_no_typing_or_dataclasses(kubeadm, tmp_path) -> None:
+    _settled_node(kubeadm, tmp_path)
+    for argv in (["park", "kube-scheduler"], ["unpark", "kube-scheduler"],
+                 ["validate", str(kubeadm.manifests / "etcd.yaml")], ["validate", str(kubeadm.manifests)]):
+        mods = _imports_of(kubeadm.root, *argv)
+        assert sorted(m for m in HEAVY if m in mods) == [], argv

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def _manifests(corpus: Path) -> list[Path]:
 
 @pytest.mark.parametrize("version", ["1.31", "1.34", "1.37"])
 def test_the_24_corpus_manifests_have_no_errors(corpus, version):
-    opts = dataclasses.replace(NODE, kubernetes_version=version)
+    opts = NODE.replace(kubernetes_version=version)
     for path in _manifests(corpus):
         found = validate_path(path, opts)
         assert not has_errors(found), [f.format() for f in found]
@@ -62,7 +61,7 @@ def test_unknown_fields_in_17_18_21_are_named(corpus):
 
 
 def test_strict_turns_the_unknown_fields_into_errors(corpus):
-    strict = dataclasses.replace(NODE, strict=True)
+    strict = NODE.replace(strict=True)
     p = next((corpus / "manifests").glob("18-*"))
     assert codes(validate_path(p, strict), "error") == ["schema-unknown-field", "schema-unknown-field"]
 
@@ -133,5 +132,5 @@ def test_b05_truncated_and_b22a_and_b23_carry_line_and_column(corpus, tmp_path):
 
 def test_b13_is_only_a_warning_for_kubelets_before_1_34(corpus, tmp_path):
     path = _case(corpus, tmp_path, "B13-serviceaccount.yaml")
-    old = validate_path(path, dataclasses.replace(NODE, kubernetes_version="1.33"))
+    old = validate_path(path, NODE.replace(kubernetes_version="1.33"))
     assert [(f.code, f.severity) for f in old] == [("api-object-reference", "warning")]

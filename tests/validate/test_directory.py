@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -189,7 +188,7 @@ def test_validate_path_accepts_any_file_name_and_refuses_missing_paths(tmp_path)
 
 def test_oversized_file_is_refused_but_judged_whole_under_the_kubelets_10_mib(tmp_path):
     p = write(tmp_path, "big.yaml", b"# " + b"x" * 5000 + b"\n" + pod())
-    small = dataclasses.replace(NODE, max_bytes=1000)
+    small = NODE.replace(max_bytes=1000)
     assert codes(validate_path(p, small)) == ["too-large"]
 
 

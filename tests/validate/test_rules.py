@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -52,7 +51,7 @@ def test_not_a_pod_hints_say_what_to_do_instead():
 
 def test_name_too_long_once_the_node_name_is_appended():
     name = "a" * 240
-    long_node = dataclasses.replace(NODE, node_name="node-" + "x" * 20)
+    long_node = NODE.replace(node_name="node-" + "x" * 20)
     assert codes(run(pod(name=name), long_node)) == ["name-too-long"]
     assert codes(run(pod(name=name), NODE)) == []  # 240 + len("-cp-1") = 245 <= 253
 
@@ -83,7 +82,7 @@ def test_unknown_fields_are_warnings_and_errors_when_strict():
     found = run(data)
     assert [(f.code, f.severity) for f in found] == [("schema-unknown-field", "warning")]
     assert "timeoutSeconds" in found[0].hint
-    strict = run(data, dataclasses.replace(NODE, strict=True))
+    strict = run(data, NODE.replace(strict=True))
     assert [(f.code, f.severity) for f in strict] == [("schema-unknown-field", "error")]
 
 
@@ -108,8 +107,8 @@ def test_yaml11_boolean_in_a_string_field_is_a_type_error():
 def test_schema_follows_the_targeted_version():
     # resources on the pod level exist in 1.34+ schemas only (PodLevelResources)
     data = pod({"resources": {"requests": {"cpu": "100m"}}})
-    assert codes(run(data, dataclasses.replace(NODE, kubernetes_version="1.34"))) == []
-    assert codes(run(data, dataclasses.replace(NODE, kubernetes_version="1.31"))) == ["schema-unknown-field"]
+    assert codes(run(data, NODE.replace(kubernetes_version="1.34"))) == []
+    assert codes(run(data, NODE.replace(kubernetes_version="1.31"))) == ["schema-unknown-field"]
 
 
 # --------------------------------------------------------------------- static pod refusals (layer 4)
@@ -145,17 +144,17 @@ def test_ephemeral_containers_and_scheduling_gates_are_refused():
     ],
 )
 def test_api_object_references_are_refused_from_1_34(spec, resource):
-    found = run(pod(spec), dataclasses.replace(NODE, kubernetes_version="1.34"))
+    found = run(pod(spec), NODE.replace(kubernetes_version="1.34"))
     ref = [f for f in found if f.code == "api-object-reference"]
     assert ref and ref[0].severity == "error"
     assert ref[0].message.startswith(f"static pods may not reference {resource}:")
 
 
 def test_api_object_references_only_warn_for_older_kubelets():
-    found = run(pod({"serviceAccountName": "default"}), dataclasses.replace(NODE, kubernetes_version="1.33"))
+    found = run(pod({"serviceAccountName": "default"}), NODE.replace(kubernetes_version="1.33"))
     assert [(f.code, f.severity) for f in found] == [("api-object-reference", "warning")]
     old_ctb = pod({"volumes": [{"name": "v", "projected": {"sources": [{"clusterTrustBundle": {"path": "t"}}]}}]})
-    assert has_errors(run(old_ctb, dataclasses.replace(NODE, kubernetes_version="1.33")))
+    assert has_errors(run(old_ctb, NODE.replace(kubernetes_version="1.33")))
 
 
 def test_hostpath_emptydir_and_downward_api_are_fine():
@@ -290,7 +289,7 @@ def test_shell_scripts_and_values_with_spaces_are_not_argv_mistakes():
 def test_hostpath_missing_is_checked_only_on_the_node(tmp_path):
     missing = str(tmp_path / "admin.conf")
     data = pod({"volumes": [{"name": "k", "hostPath": {"path": missing}}]})
-    here = dataclasses.replace(NODE, check_host=True)
+    here = NODE.replace(check_host=True)
     assert codes(run(data, here)) == ["hostpath-missing"]
     assert run(data, NODE) == []
     (tmp_path / "admin.conf").write_text("x")
@@ -343,11 +342,11 @@ def test_node_fit_is_against_allocatable_not_capacity():
     # the reservations of the kubelet's configuration count too
     cpu = pod({"containers": [container(resources={"requests": {"cpu": "3600m"}})]})
     assert run(cpu) == []
-    reserved = dataclasses.replace(NODE, cpu_reserved_millis=500)
+    reserved = NODE.replace(cpu_reserved_millis=500)
     assert codes(validate_bytes(cpu, "x.yaml", reserved)) == ["out-of-cpu"]
-    none = dataclasses.replace(NODE, memory_eviction_hard="")
+    none = NODE.replace(memory_eviction_hard="")
     assert validate_bytes(data, "x.yaml", none) == []
-    pct = dataclasses.replace(NODE, memory_eviction_hard="1%")  # 1% of 8Gi is about 82Mi
+    pct = NODE.replace(memory_eviction_hard="1%")  # 1% of 8Gi is about 82Mi
     assert codes(validate_bytes(data, "x.yaml", pct)) == ["out-of-memory"]
 
 

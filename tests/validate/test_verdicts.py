@@ -9,7 +9,6 @@ places") and issue 11 items 8-10, each against KUBELET.md "How a file is decoded
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -55,7 +54,7 @@ def _strictness_inputs(tmp_path: Path) -> dict[str, tuple[str, list]]:
     unknown = YAML_POD + b"  hostNetwok: true\n"
     out["schema-unknown-field"] = (
         "--strict and an unknown field",
-        validate_bytes(unknown, "s.yaml", dataclasses.replace(NODE, strict=True)),
+        validate_bytes(unknown, "s.yaml", NODE.replace(strict=True)),
     )
     mdir = tmp_path / "manifests"
     mdir.mkdir()
