@@ -92,3 +92,24 @@ def test_the_first_park_on_a_fresh_node_caches_every_identity_in_one_commit(sand
         assert len(begins) < 10, f"{len(begins)} transactions for one park of 30 files"
     finally:
         e.close()
+
+
+def test_apply_stats_each_other_file_once_not_once_per_check(eng, sandbox, monkeypatch) -> None:
+    # The pre-change scan stats every file; the duplicate-pod check that follows in the same
+    # operation (same lock hold, no wait between) takes the files the scan found unchanged from it.
+    from staticpodd.engine import fsfacts, gate, scan
+
+    stats: list[str] = []
+    real = fsfacts._stat_sig
+    counted = lambda p: stats.append(os.path.basename(p)) or real(p)  # noqa: E731
+    monkeypatch.setattr(scan, "_stat_sig", counted)
+    monkeypatch.setattr(gate, "_stat_sig", counted)
+    new = small_pod("p05", image="nginx:1.28").encode()
+    assert eng.apply(new, source="p05.next.yaml", component="p05").changed
+    assert max(stats.count(f"p{i:02d}.yaml") for i in range(30) if i != 5) == 1
+
+
+def test_a_twin_written_after_the_last_apply_is_still_refused(eng, sandbox) -> None:
+    sandbox.write("p09.yaml", small_pod("p05"))  # after the scans that stored p09's signature
+    with pytest.raises(Conflict, match="p09.yaml"):
+        eng.apply(small_pod("p05", image="nginx:1.28").encode(), source="p05.next.yaml", component="p05")
