@@ -150,6 +150,11 @@ class RetentionConfig(FrozenRecord):
         self.keep_for = keep_for
         self.interval = interval
 
+    @property
+    def active(self) -> bool:
+        """Whether these rules can prune anything at all."""
+        return self.keep_versions is not None or self.keep_for is not None
+
 
 class Config(FrozenRecord):
     """The whole configuration, with the documented defaults (see the JSON Schema).

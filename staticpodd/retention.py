@@ -25,34 +25,21 @@ the clock.
 
 from __future__ import annotations
 
+from .config import RetentionConfig
 from .layout import component_of
-from .record import FrozenRecord, Record
+from .record import Record
 from .storerows import DIGEST_HEX, digest_keys
 from .tallies import carry_over, tally
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Any
 
 
-class Policy(FrozenRecord):
-    """``retention:`` in the config. ``keep_versions``: newest N per component (None: no count
-    limit); ``keep_for``: seconds (None: no age rule); ``interval``: seconds between the daemon's
-    prunes."""
-
-    keep_versions: Final[int | None]
-    keep_for: Final[float | None]
-    interval: Final[float]
-
-    def __init__(self, keep_versions: int | None = None, keep_for: float | None = None, interval: float = 3600) -> None:
-        self.keep_versions = keep_versions
-        self.keep_for = keep_for
-        self.interval = interval
-
-    @property
-    def active(self) -> bool:
-        """Whether this policy can prune anything at all."""
-        return self.keep_versions is not None or self.keep_for is not None
+#: The rules a prune applies: the configuration's own ``retention:`` record (``keep_versions``:
+#: newest N per component, None: no count limit; ``keep_for``: seconds, None: no age rule;
+#: ``interval``: seconds between the daemon's prunes), one class for both.
+Policy = RetentionConfig
 
 
 def policy_for(config: Any, *, keep: int | None = None, keep_for: float | None = None) -> Policy:
