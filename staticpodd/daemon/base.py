@@ -75,6 +75,10 @@ class DaemonBase:
         self._retry_at: float | None = None
         self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
+        # (key, findings) of the directory as last validated (staticpodd.daemon.findings), also
+        # kept in the store; the store is looked at once, for what an earlier run kept
+        self._findings: tuple[str, list[Any]] | None = None
+        self._kept_findings_unread = True
         self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
         # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
