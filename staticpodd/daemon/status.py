@@ -125,12 +125,14 @@ class StatusMixin(DaemonBase):
         then reads no file a second time (issue 14)."""
         from ..dirprint import fingerprint
         from ..engine import pid_alive
+        from .findings import hashed
 
         store = self.engine.store
         try:
-            key: Any = (fingerprint(self.layout.manifest_dir, {}), fingerprint(self.layout.parked_dir, {}),
-                        store._db.total_changes, store._db.execute("PRAGMA data_version").fetchone()[0],
-                        tuple((i.id, pid_alive(i.pid)) for i in store.intents()), sorted(self.engine.untrackable))
+            key: Any = hashed((fingerprint(self.layout.manifest_dir, {}), fingerprint(self.layout.parked_dir, {}),
+                               store._db.total_changes, store._db.execute("PRAGMA data_version").fetchone()[0],
+                               tuple((i.id, pid_alive(i.pid)) for i in store.intents()),
+                               tuple(sorted(self.engine.untrackable))))
         except Exception:  # noqa: BLE001 - a key we cannot build just means: compute it
             key = None
         cached = getattr(self, "_status_cache", None)
