@@ -164,7 +164,9 @@ def _rss_kb(pid: int, field: str = "VmRSS") -> int:
 
 
 def _start_until_ready(root: Path, e: dict[str, str], cmd: list[str]) -> tuple[subprocess.Popen[bytes], float, float]:
-    """Start the daemon ``cmd`` with a notify socket; returns (process, wall s, CPU s) at READY=1."""
+    """Start the daemon ``cmd`` with a notify socket; returns (process, wall s, CPU s) at READY=1.
+    It runs in ``e``'s ``PYTHONPATH`` (``python -m`` puts the working directory first on sys.path:
+    from this checkout it would run this checkout's code whatever the tree asked for)."""
     name = f"staticpodd-bench-{uuid.uuid4().hex}"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind("\0" + name)
@@ -172,7 +174,7 @@ def _start_until_ready(root: Path, e: dict[str, str], cmd: list[str]) -> tuple[s
     e = {**e, "NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "60000000"}
     t0 = time.monotonic()
     proc = subprocess.Popen([*cmd, "--root", str(root)], env=e, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, cwd=e.get("PYTHONPATH") or None)
     try:
         while b"READY=1" not in sock.recv(65536):
             pass
