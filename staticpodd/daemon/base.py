@@ -65,7 +65,9 @@ class DaemonBase:
         self.parks: list[dict[str, Any]] = []
         self.next_park_deadline: float | None = None  # epoch seconds
         self.finding_keys: set[tuple[str, str, str]] = set()
-        self.dir_problems: list[dict[str, Any]] = []
+        # the directory findings that are problems (errors, warnings), as findings: the heartbeat
+        # makes its dicts only when it encodes them again (status.ProblemList)
+        self.dir_problems: list[Any] = []
         self.invalid_live: dict[str, dict[str, Any]] = {}  # file_name -> problem
         self.broken_parks: dict[str, dict[str, Any]] = {}
         self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error

@@ -23,7 +23,6 @@ from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
 from .policies import PlanMixin
 from .reload import ReloadMixin
-from .status import _problem_of
 
 
 class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
@@ -225,7 +224,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                     findings = self._true_findings(found, plan)
                     plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
                     self.finding_keys = {finding_key(f) for f in findings}
-                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                    self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
                 expired = self.engine.store.expired_parks(time.time())
                 expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks]
                 plan.extend(plan_expired_parks(expired, time.time()))
@@ -234,7 +233,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                     found = self.last_findings = self._directory_findings()
                     findings = self._true_findings(found, Plan())
                     self.finding_keys = {finding_key(f) for f in findings}
-                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                    self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
                 self._refresh_summary()
                 if full or names or plan.actions:
                     self._remove_lone_private_dir()

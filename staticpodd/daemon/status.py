@@ -18,19 +18,20 @@ from ..journal import WARNING, Event
 from ..layout import under_root
 from ..reconcile import status_line
 from .base import DaemonBase, _get
-from .heartbeat import HEARTBEAT_FORMAT, HEARTBEAT_INTERVAL, write_heartbeat
+from .heartbeat import HEARTBEAT_FORMAT, HEARTBEAT_INTERVAL, ProblemList, write_heartbeat
 
 
 class StatusMixin(DaemonBase):
     """Problems, status line, summary, metrics and heartbeat of the running daemon."""
 
-    def problems(self) -> list[dict[str, Any]]:
-        """Every current problem: runtime, invalid live files, broken parks, directory findings."""
-        out = list(self.runtime_problems.values())
-        out += list(self.invalid_live.values())
-        out += list(self.broken_parks.values())
-        out += [p for p in self.dir_problems if p.get("severity") in ("error", "warning")]
-        return out
+    def problems(self) -> ProblemList:
+        """Every current problem, as dicts (``code, severity, path, component, message``): runtime,
+        invalid live files, broken parks, then the directory findings that are errors or
+        warnings (made into dicts by :func:`_problem_of` only when read)."""
+        head = list(self.runtime_problems.values())
+        head += list(self.invalid_live.values())
+        head += list(self.broken_parks.values())
+        return ProblemList(head, self.dir_problems, _problem_of)
 
     def _status_line(self) -> str:
         return status_line(self.summary, self.problems())
