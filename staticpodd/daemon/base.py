@@ -103,6 +103,9 @@ class DaemonBase:
         self.exit_status: int | None = None
         self._heartbeat_failed = False  # the last heartbeat write failed (logged once)
         self._hb_encoder = HeartbeatEncoder()  # re-encodes the problem list only when it changed
+        # set after work that leaves freed memory behind (a validation of the directory, a full
+        # pass, the start-up); the loop gives it back once the journal has sent what it queued
+        self._trim_due = False
 
     def _layout_for(self, cfg: Config) -> Layout:
         if self.args.manifest_dir:

@@ -21,6 +21,7 @@ from ..watch import DIRECTORY
 from .base import RETRY_DELAY, _get
 from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
+from .memory import release_memory
 from .policies import PlanMixin
 from .reload import ReloadMixin
 
@@ -74,9 +75,14 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             next_prune = self._prune_if_due(next_prune)
             self._publish_status()
             self._heartbeat()
+            if self._trim_due and getattr(self.journal, "idle", lambda: True)():
+                release_memory()  # after a validation of the directory, once its reports are sent
+                self._trim_due = False
             # sleep until the next thing to do
             now = time.monotonic()
             wake = [next_rescan, now + HEARTBEAT_INTERVAL]
+            if self._trim_due:
+                wake.append(now + 1.0)  # the journal is still sending: look again soon
             if next_prune is not None:
                 wake.append(next_prune)
             if wd_interval is not None:
@@ -244,6 +250,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             self._retry_full = False
             if full:
                 self.last_rescan = time.time()
+                self._trim_due = True  # a full pass (not a quiet one) read and built much: give it back
                 if self.watcher is not None:
                     self.watcher.reset_error()
         except LockTimeout as exc:

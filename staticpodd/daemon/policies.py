@@ -297,6 +297,7 @@ class PlanMixin(QuietMixin):
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
         found = [f for f in validate_directory(self.layout.manifest_dir, options)
                  if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
+        self._trim_due = True  # every live file was parsed: give that memory back when idle
         if key is not None and key == findings_key(self.layout.manifest_dir, digests, options):
             self._keep_findings(key, found)  # nothing moved while we validated
         return list(found)
