@@ -36,8 +36,8 @@ The package's modules (each imports only its siblings below it; this file re-exp
 - ``watching``: the inotify watch's state changes and the directory's writability.
 - ``status``: problems, STATUS= line, summary, metrics textfile, heartbeat payload.
 - ``base``: the daemon's state, logging, configuration loading, engine building; shared constants.
-- ``heartbeat``, ``options``, ``bgjournal``: the heartbeat file, the validator's options, the
-  non-blocking journal writer.
+- ``heartbeat``, ``options``, ``bgjournal``, ``memory``: the heartbeat file, the validator's options,
+  the non-blocking journal writer, giving freed heap back after a full pass.
 """
 
 from __future__ import annotations
