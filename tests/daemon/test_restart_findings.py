@@ -13,7 +13,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from daemon_harness import head_digest, journal, make_root, sha, wait_journal, wait_until
+from daemon_harness import head_digest, make_root, sha, wait_journal, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -82,13 +82,11 @@ def test_a_configuration_changed_while_the_daemon_was_down_judges_the_directory_
     first.wait_ready()
     assert _problems(first) == []
     assert first.stop() == 0
-    # the same files on a node too small for them: kube-apiserver alone requests 250m CPU
+    # the same files on a node too small for them (kubeadm's four request 125m CPU together)
     (root / "etc/staticpodd/staticpodd.yaml").write_text("node_capacity:\n  cpu: 100m\n  memory: 256Gi\n")
     second = run_daemon(root)
     second.wait_ready()
-    assert any(code in ("out-of-cpu", "invalid-live") for code, _name in _problems(second)), _problems(second)
-    entries = journal(root, "INVALID_LIVE") + journal(root, "DIRECTORY_PROBLEM")
-    assert any("out-of-cpu" in (e.get("FINDINGS", "") + e.get("FINDING", "") + e.get("MESSAGE", "")) for e in entries)
+    assert "out-of-cpu" in {code for code, _name in _problems(second)}, _problems(second)
 
 
 def test_a_reload_has_the_whole_directory_judged_again(tmp_path, run_daemon) -> None:
