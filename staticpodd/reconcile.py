@@ -20,7 +20,7 @@ Policies (README "Configuration"; KUBELET.md "What a broken file does to a runni
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .journal import ERR, NOTICE, WARNING, Event
 from .record import FrozenRecord, Record
@@ -472,7 +472,7 @@ def plan_expired_parks(parks: Iterable[Any], now: float) -> Plan:
     return plan
 
 
-def status_line(summary: dict[str, Any], problems: list[dict[str, Any]]) -> str:
+def status_line(summary: dict[str, Any], problems: Sequence[dict[str, Any]]) -> str:
     """One-line summary for sd_notify ``STATUS=`` and the heartbeat.
 
     ``summary``: ``{"live": n, "parked": n, "missing": n}``; ``problems``: dicts with ``code``

@@ -27,6 +27,9 @@ Tables (schema version :data:`SCHEMA_VERSION`):
               kubelet off from its apiserver), memoised by (digest, kind).
 ``verdicts``  validation verdicts cached by (digest, validator id), so ``unpark`` of a parked copy
               that already passed the gate need not load the schema validator.
+``dirfindings`` the daemon's directory findings, kept under a key of everything they depend on
+              (:mod:`staticpodd.daemon.findings`), so a restart on an unchanged directory validates
+              nothing. Created on first use (a cache older code ignores: no schema bump).
 
 Times are Unix epoch seconds (float, UTC). All writes happen in ``BEGIN IMMEDIATE`` transactions;
 callers also hold the staticpodd flock, so the store never sees two writers at once.
@@ -550,6 +553,47 @@ class VersionStore:
                 "INSERT OR REPLACE INTO verdicts(digest, validator, ok) VALUES (?,?,?)", (digest, validator, int(ok))
             )
 
+    # -- the daemon's directory findings ----------------------------------------------------------
+
+    def dir_findings(self, directory: str, key: str) -> bytes | None:
+        """The payload kept for the manifest directory ``directory`` under ``key`` by
+        :meth:`set_dir_findings`; None when none is (another key, or no such table yet)."""
+        try:
+            row = self._db.execute("SELECT findings FROM dirfindings WHERE directory = ? AND key = ?",
+                                   (directory, key)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+        return None if row is None else bytes(row[0])
+
+    def set_dir_findings(self, directory: str, key: str | None, payload: bytes = b"") -> None:
+        """Keep ``payload`` (opaque bytes: the daemon's encoded directory findings) under ``key``
+        for the manifest directory ``directory``, in place of whatever was kept before, for any
+        directory (one row). ``key`` None forgets it. A cache: a read-only store does without,
+        and it costs no fdatasync of its own (``synchronous=NORMAL``: a power loss may lose it,
+        never anything else). Creates the table when missing (``storerows._DIRFINDINGS``)."""
+        if self.readonly:
+            return
+        from .storerows import _DIRFINDINGS
+
+        nested = self._db.in_transaction
+        if not nested:
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            with self.transaction() as db:
+                db.execute(_DIRFINDINGS)
+                db.execute("DELETE FROM dirfindings")
+                if key is not None:
+                    db.execute("INSERT INTO dirfindings(directory, key, findings, saved_at) VALUES (?, ?, ?, ?)",
+                               (directory, key, payload, time.time()))
+        finally:
+            if not nested:
+                try:
+                    self._db.execute("PRAGMA synchronous=FULL")
+                except sqlite3.Error:
+                    pass
+
     # -- observed state -----------------------------------------------------------------------
 
     def observed(self) -> dict[str, Observed]:
@@ -638,7 +682,7 @@ def _guard(name: str, fn: Any) -> Any:
 
 
 _READS = {"head", "get", "history", "count", "sigs", "data", "components", "knows_digest", "events", "park_of", "parks",
-          "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities"}
+          "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities", "dir_findings"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
               and n not in ("transaction", "after_intent", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))

@@ -109,6 +109,18 @@ CREATE TABLE IF NOT EXISTS facts (
 CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
 """
 
+#: The daemon's directory findings (:meth:`staticpodd.store.VersionStore.set_dir_findings`): not in
+#: ``_SCHEMA`` but created on first use, within schema 4. A cache that code from before it never
+#: reads, so it needs no schema bump, and an older staticpodd still opens a store that has it.
+_DIRFINDINGS = """
+CREATE TABLE IF NOT EXISTS dirfindings (
+    directory TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    findings BLOB NOT NULL,
+    saved_at REAL NOT NULL
+)
+"""
+
 
 #: SQL reading the ``digest`` column of ``blobs``/``versions`` as lower-case hex text, whatever the
 #: schema: a BLOB (schema 4) is hexed; text (schema <= 3, or a digest the upgrade could not read

@@ -65,7 +65,9 @@ class DaemonBase:
         self.parks: list[dict[str, Any]] = []
         self.next_park_deadline: float | None = None  # epoch seconds
         self.finding_keys: set[tuple[str, str, str]] = set()
-        self.dir_problems: list[dict[str, Any]] = []
+        # the directory findings that are problems (errors, warnings), as findings: the heartbeat
+        # makes its dicts only when it encodes them again (status.ProblemList)
+        self.dir_problems: list[Any] = []
         self.invalid_live: dict[str, dict[str, Any]] = {}  # file_name -> problem
         self.broken_parks: dict[str, dict[str, Any]] = {}
         self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
@@ -75,6 +77,10 @@ class DaemonBase:
         self._retry_at: float | None = None
         self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
+        # (key, findings) of the directory as last validated (staticpodd.daemon.findings), also
+        # kept in the store; the store is looked at once, for what an earlier run kept
+        self._findings: tuple[str, list[Any]] | None = None
+        self._kept_findings_unread = True
         self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
         # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
@@ -97,6 +103,9 @@ class DaemonBase:
         self.exit_status: int | None = None
         self._heartbeat_failed = False  # the last heartbeat write failed (logged once)
         self._hb_encoder = HeartbeatEncoder()  # re-encodes the problem list only when it changed
+        # set after work that leaves freed memory behind (a validation of the directory, a full
+        # pass, the start-up); the loop gives it back once the journal has sent what it queued
+        self._trim_due = False
 
     def _layout_for(self, cfg: Config) -> Layout:
         if self.args.manifest_dir:

@@ -46,6 +46,10 @@ class BackgroundJournal(Journal):
                 except OSError:
                     pass
 
+    def idle(self) -> bool:
+        """True when no entry is waiting to be sent (the last one taken may still be on its way)."""
+        return bool(self._queue.empty())
+
     def _run(self) -> None:
         while True:
             item = self._queue.get()

@@ -21,6 +21,7 @@ from ..journal import ERR, NOTICE, WARNING, Event
 from ..watch import Hints, Watcher, open_writers
 from .base import PID_FILE, RETRY_DELAY
 from .loop import LoopMixin
+from .memory import release_memory
 
 
 class Daemon(LoopMixin):
@@ -164,7 +165,8 @@ class Daemon(LoopMixin):
         )
         self._note_proc_denied(denied)
         self._heartbeat()
-        _release_startup_memory()
+        release_memory()  # what the first pass parsed; once more when the journal has sent its entries
+        self._trim_due = True
         stop_status = None
         try:
             self._loop()
@@ -244,17 +246,3 @@ class Daemon(LoopMixin):
             except Exception:
                 pass
 
-
-def _release_startup_memory() -> None:
-    """Give back what the start-up's full validation left behind: the first pass parses every
-    manifest of the node (about 20 MB at 1,000 manifests, issue 14), and glibc keeps freed heap
-    pages mapped until ``malloc_trim``. A no-op where that is unavailable (another libc)."""
-    import gc
-
-    gc.collect()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

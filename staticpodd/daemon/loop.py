@@ -21,9 +21,9 @@ from ..watch import DIRECTORY
 from .base import RETRY_DELAY, _get
 from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
+from .memory import release_memory
 from .policies import PlanMixin
 from .reload import ReloadMixin
-from .status import _problem_of
 
 
 class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
@@ -75,9 +75,14 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             next_prune = self._prune_if_due(next_prune)
             self._publish_status()
             self._heartbeat()
+            if self._trim_due and getattr(self.journal, "idle", lambda: True)():
+                release_memory()  # after a validation of the directory, once its reports are sent
+                self._trim_due = False
             # sleep until the next thing to do
             now = time.monotonic()
             wake = [next_rescan, now + HEARTBEAT_INTERVAL]
+            if self._trim_due:
+                wake.append(now + 1.0)  # the journal is still sending: look again soon
             if next_prune is not None:
                 wake.append(next_prune)
             if wd_interval is not None:
@@ -225,7 +230,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                     findings = self._true_findings(found, plan)
                     plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
                     self.finding_keys = {finding_key(f) for f in findings}
-                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                    self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
                 expired = self.engine.store.expired_parks(time.time())
                 expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks]
                 plan.extend(plan_expired_parks(expired, time.time()))
@@ -234,7 +239,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                     found = self.last_findings = self._directory_findings()
                     findings = self._true_findings(found, Plan())
                     self.finding_keys = {finding_key(f) for f in findings}
-                    self.dir_problems = [_problem_of(f) for f in findings if _get(f, "severity") != "info"]
+                    self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
                 self._refresh_summary()
                 if full or names or plan.actions:
                     self._remove_lone_private_dir()
@@ -245,6 +250,7 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             self._retry_full = False
             if full:
                 self.last_rescan = time.time()
+                self._trim_due = True  # a full pass (not a quiet one) read and built much: give it back
                 if self.watcher is not None:
                     self.watcher.reset_error()
         except LockTimeout as exc:

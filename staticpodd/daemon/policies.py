@@ -269,32 +269,73 @@ class PlanMixin(QuietMixin):
 
     def _directory_findings(self) -> list[Any]:
         """Directory-level findings from the validator (strays, duplicates, subdirectories,
-        symlinks, loose modes/owners). [] when the validator is not available."""
+        symlinks, loose modes/owners, and each live file's own findings). [] when the validator
+        is not available.
+
+        An unchanged directory (same names, stats and recorded digests, same options, validator
+        and host: :func:`staticpodd.daemon.findings.findings_key`) has the same findings: they
+        come from memory, or after a restart from the store, and nothing is parsed or validated
+        (issue 14). Findings made while nothing moved are kept in both.
+        """
         try:
             from ..validate import validate_directory  # type: ignore[attr-defined]
         except ImportError:
             return []
         if not self.layout.manifest_dir.is_dir():
             return []
-        from ..dirprint import fingerprint
         from ..engine import is_utf8_name
+        from .findings import findings_key
 
-        # An unchanged directory (same names, stats and recorded digests, same options) has the
-        # same findings: the periodic rescan then parses and validates nothing (issue 14).
         options = self._validate_options()
         digests = {o.file_name: o.digest for o in self.engine.store.observed().values() if o.location == "live"}
-        key = fingerprint(self.layout.manifest_dir, digests, repr(options))
-        cached = getattr(self, "_dir_findings_cache", None)
-        if key is not None and cached is not None and cached[0] == key:
-            return list(cached[1])
+        key = findings_key(self.layout.manifest_dir, digests, options)
+        known = self._known_findings(key)
+        if known is not None:
+            return list(known)
         # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
         # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
         found = [f for f in validate_directory(self.layout.manifest_dir, options)
                  if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
-        if key is not None and key == fingerprint(self.layout.manifest_dir, digests, repr(options)):
-            self._dir_findings_cache = (key, found)  # nothing moved while we validated
+        self._trim_due = True  # every live file was parsed: give that memory back when idle
+        if key is not None and key == findings_key(self.layout.manifest_dir, digests, options):
+            self._keep_findings(key, found)  # nothing moved while we validated
         return list(found)
+
+    def _known_findings(self, key: str | None) -> list[Any] | None:
+        """The findings kept under ``key``: in memory, or (at the first look after a start) in
+        the store, as an earlier run left them; None when none are (the caller validates)."""
+        if key is None:
+            return None
+        if self._findings is not None and self._findings[0] == key:
+            return self._findings[1]
+        if not self._kept_findings_unread:
+            return None  # the store holds nothing memory does not (this process wrote it last)
+        self._kept_findings_unread = False
+        from ..errors import StaticpodError
+        from .findings import decode
+
+        try:
+            kept = self.engine.store.dir_findings(str(self.layout.manifest_dir), key)
+        except StaticpodError:
+            return None  # a cache: the pass validates, and reports what fails there
+        found = decode(kept) if kept is not None else None
+        if found is not None:
+            self._findings = (key, found)
+        return found
+
+    def _keep_findings(self, key: str, found: list[Any]) -> None:
+        """Keep ``found`` under ``key`` in memory and in the store, for the next start (best
+        effort: a store that cannot be written keeps nothing, and the next start validates)."""
+        from ..errors import StaticpodError
+        from .findings import encode
+
+        self._findings = (key, found)
+        self._kept_findings_unread = False
+        try:
+            self.engine.store.set_dir_findings(str(self.layout.manifest_dir), key, encode(found))
+        except StaticpodError:
+            pass
 
     def _validate_options(self) -> Any:
         return validate_options(self.config)

@@ -40,13 +40,15 @@ def _newest_ns(fp: tuple[Any, ...]) -> int:
 class QuietMixin(WriterHoldsMixin):
     """Decides whether a periodic full rescan can be skipped (see the module docstring)."""
 
-    #: (directory fingerprints taken before the last quiet full pass, store key after it)
+    #: (hashed directory fingerprints taken before the last quiet full pass, store key after it)
     _quiet_pass: tuple[Any, Any] | None = None
 
-    def _dir_key(self) -> tuple[Any, Any] | None:
-        """Fingerprints (no digests) of the manifest directory and ``parked/``; None when the
+    def _dir_key(self) -> str | None:
+        """The fingerprints (no digests) of the manifest directory and ``parked/``, hashed (a
+        fingerprint of a large node is some 200 KB of tuples, kept between passes); None when the
         manifest directory cannot be listed or an entry changed too recently to be trusted."""
         from ..dirprint import fingerprint
+        from .findings import hashed
 
         live = fingerprint(self.layout.manifest_dir, {})
         if live is None:
@@ -55,7 +57,7 @@ class QuietMixin(WriterHoldsMixin):
         limit = time.time_ns() - RACY_NS
         if _newest_ns(live) > limit or (parked is not None and _newest_ns(parked) > limit):
             return None
-        return live, parked
+        return hashed((live, parked))
 
     def _store_key(self) -> Any:
         """What of the store and the process table a full pass depends on, besides the files:

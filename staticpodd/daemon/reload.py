@@ -24,6 +24,10 @@ class ReloadMixin(StatusMixin, WatchMixin):
         self.state = "reloading"
         self._restore_failed.clear()  # a reload is a reason to try failed restores again
         self._valid_digests.clear()  # verdicts depend on kubernetes_version, max_manifest_bytes …
+        # the directory findings too (their key covers the options; a reload is also how to have
+        # what it cannot cover, such as a hostPath created since, looked at again)
+        self._findings = None
+        self._kept_findings_unread = False
         self.notifier.reloading()
         self._heartbeat()
         try:

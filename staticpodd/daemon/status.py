@@ -18,19 +18,20 @@ from ..journal import WARNING, Event
 from ..layout import under_root
 from ..reconcile import status_line
 from .base import DaemonBase, _get
-from .heartbeat import HEARTBEAT_FORMAT, HEARTBEAT_INTERVAL, write_heartbeat
+from .heartbeat import HEARTBEAT_FORMAT, HEARTBEAT_INTERVAL, ProblemList, write_heartbeat
 
 
 class StatusMixin(DaemonBase):
     """Problems, status line, summary, metrics and heartbeat of the running daemon."""
 
-    def problems(self) -> list[dict[str, Any]]:
-        """Every current problem: runtime, invalid live files, broken parks, directory findings."""
-        out = list(self.runtime_problems.values())
-        out += list(self.invalid_live.values())
-        out += list(self.broken_parks.values())
-        out += [p for p in self.dir_problems if p.get("severity") in ("error", "warning")]
-        return out
+    def problems(self) -> ProblemList:
+        """Every current problem, as dicts (``code, severity, path, component, message``): runtime,
+        invalid live files, broken parks, then the directory findings that are errors or
+        warnings (made into dicts by :func:`_problem_of` only when read)."""
+        head = list(self.runtime_problems.values())
+        head += list(self.invalid_live.values())
+        head += list(self.broken_parks.values())
+        return ProblemList(head, self.dir_problems, _problem_of)
 
     def _status_line(self) -> str:
         return status_line(self.summary, self.problems())
@@ -125,12 +126,14 @@ class StatusMixin(DaemonBase):
         then reads no file a second time (issue 14)."""
         from ..dirprint import fingerprint
         from ..engine import pid_alive
+        from .findings import hashed
 
         store = self.engine.store
         try:
-            key: Any = (fingerprint(self.layout.manifest_dir, {}), fingerprint(self.layout.parked_dir, {}),
-                        store._db.total_changes, store._db.execute("PRAGMA data_version").fetchone()[0],
-                        tuple((i.id, pid_alive(i.pid)) for i in store.intents()), sorted(self.engine.untrackable))
+            key: Any = hashed((fingerprint(self.layout.manifest_dir, {}), fingerprint(self.layout.parked_dir, {}),
+                               store._db.total_changes, store._db.execute("PRAGMA data_version").fetchone()[0],
+                               tuple((i.id, pid_alive(i.pid)) for i in store.intents()),
+                               tuple(sorted(self.engine.untrackable))))
         except Exception:  # noqa: BLE001 - a key we cannot build just means: compute it
             key = None
         cached = getattr(self, "_status_cache", None)

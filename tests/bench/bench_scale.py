@@ -14,9 +14,11 @@ What it prints (each row: small case, large case, ratio, goal):
    components. Goal: <= 1.3x.
 3. The store on disk vs the per-blob gzip size of the unique manifest bytes it holds.
    Goal: <= 1.2x.
-4. The daemon on 4 / 200 / 1,000 manifests: READY=1 on a fresh store and on restart, idle CPU over
-   ``--idle-seconds``, RSS. Goals: READY fresh <= 2 s, restart <= 1 s, idle CPU <= 0.2 %, RSS <= 40 MB
-   (at 1,000 manifests).
+4. The daemon on 4 / 200 / 1,000 manifests: READY=1 on a fresh store and on restart (wall and CPU
+   seconds), idle CPU over ``--idle-seconds``, RSS (and its peak), and the YAML parses/validations a
+   restart on the unchanged directory makes before READY. Goals: READY fresh <= 2 s, restart <= 1 s,
+   idle CPU <= 0.2 %, RSS <= 40 MB (at 1,000 manifests). ``--against TREE`` runs another checkout's
+   daemon in the same run, alternated with this one's, and prints this/that ratios.
 5. Start-up of park / status / apply / ``validate FILE`` vs a bare ``python3 -I -c pass``.
    Goals: read verbs <= 2.5x, park/unpark <= 3x, apply and validate <= 3.5x.
 6. The store of real-size manifests (the corpus's kube-apiserver, ``--versions`` / 5 edits) vs
@@ -29,7 +31,8 @@ What it prints (each row: small case, large case, ratio, goal):
    apart (idle) vs p99 of a burst of 200 edits at once (goal <= 2x, every final byte recorded).
 
 Usage: .venv/bin/python tests/bench/bench_scale.py [--runs 7] [--versions 10000]
-       [--components 1000] [--idle-seconds 20] [--skip-daemon]
+       [--components 1000] [--idle-seconds 20] [--skip-daemon | --only-daemon]
+       [--daemon-runs 1] [--daemon-counts 4 200 1000] [--against OTHER_CHECKOUT]
 Exit status 0 when every goal is met, 1 otherwise (a report, not a gate).
 """
 
@@ -89,8 +92,9 @@ def ctl_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "staticpodd.cli", *args]
 
 
-def env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(REPO))
+def env(tree: Path = REPO) -> dict[str, str]:
+    """The environment that runs ``tree``'s staticpodd (this checkout unless told)."""
+    return dict(os.environ, PYTHONPATH=str(tree))
 
 
 def timed(cmd: list[str], runs: int, *, between: Callable[[], None] | None = None) -> float:
@@ -153,46 +157,116 @@ def cpu_seconds(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def daemon_figures(tmp: Path, count: int, idle_seconds: float) -> dict[str, float]:
-    """READY=1 on a fresh store and on restart, idle CPU % and RSS MB of the daemon on ``count``
-    manifests (a real process with a notify socket, as systemd runs it)."""
-    root = tmp / f"daemon-{count}"
+def _rss_kb(pid: int, field: str = "VmRSS") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _start_until_ready(root: Path, e: dict[str, str], cmd: list[str]) -> tuple[subprocess.Popen[bytes], float, float]:
+    """Start the daemon ``cmd`` with a notify socket; returns (process, wall s, CPU s) at READY=1.
+    It runs in ``e``'s ``PYTHONPATH`` (``python -m`` puts the working directory first on sys.path:
+    from this checkout it would run this checkout's code whatever the tree asked for)."""
+    name = f"staticpodd-bench-{uuid.uuid4().hex}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.settimeout(120)
+    e = {**e, "NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "60000000"}
+    t0 = time.monotonic()
+    proc = subprocess.Popen([*cmd, "--root", str(root)], env=e, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=e.get("PYTHONPATH") or None)
+    try:
+        while b"READY=1" not in sock.recv(65536):
+            pass
+        return proc, time.monotonic() - t0, cpu_seconds(proc.pid)
+    except BaseException:
+        _stop(proc)
+        raise
+    finally:
+        sock.close()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def daemon_figures(tmp: Path, count: int, idle_seconds: float, tree: Path = REPO) -> dict[str, float]:
+    """READY=1 on a fresh store and on restart (wall and CPU seconds), RSS MB 2 s after the fresh
+    start, idle CPU % and RSS MB (now and peak) after the restart, and the YAML parses/validations
+    before READY on a restart, of ``tree``'s daemon on ``count`` manifests (a real process with a
+    notify socket, as systemd runs it)."""
+    root = tmp / f"daemon-{count}-{uuid.uuid4().hex[:8]}"
     mdir = root / "etc/kubernetes/manifests"
     mdir.mkdir(parents=True)
     for i in range(count):
         n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
         (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
     out: dict[str, float] = {}
+    daemon = [sys.executable, "-m", "staticpodd.daemon"]
     for phase in ("fresh", "restart"):
-        name = f"staticpodd-bench-{uuid.uuid4().hex}"
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind("\0" + name)
-        sock.settimeout(120)
-        e = {**env(), "NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "60000000"}
-        t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "staticpodd.daemon", "--root", str(root)], env=e,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc, wall, cpu = _start_until_ready(root, env(tree), daemon)
         try:
-            while b"READY=1" not in sock.recv(65536):
-                pass
-            out[f"ready_{phase}"] = time.monotonic() - t0
-            if phase == "restart":
-                sock.setblocking(False)
+            out[f"ready_{phase}"], out[f"ready_cpu_{phase}"] = wall, cpu
+            if phase == "fresh":  # the validator and every rule loaded, the findings just made
+                time.sleep(2.0)
+                out["rss_fresh_mb"] = _rss_kb(proc.pid) / 1024
+            else:
                 time.sleep(1.0)
                 c0, w0 = cpu_seconds(proc.pid), time.monotonic()
                 time.sleep(idle_seconds)
                 out["idle_cpu_pct"] = (cpu_seconds(proc.pid) - c0) / (time.monotonic() - w0) * 100
-                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        out["rss_mb"] = int(line.split()[1]) / 1024
+                out["rss_mb"] = _rss_kb(proc.pid) / 1024
+                out["rss_peak_mb"] = _rss_kb(proc.pid, "VmHWM") / 1024
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            sock.close()
+            _stop(proc)
+    # once more under tests/daemon/count_parses.py: what a restart on an unchanged node parses
+    counts = root / "parses.txt"
+    proc, _wall, _cpu = _start_until_ready(root, {**env(tree), "STATICPODD_COUNT_PARSES": str(counts)},
+                                           [sys.executable, str(REPO / "tests/daemon/count_parses.py")])
+    try:
+        out["restart_parses"] = len(counts.read_text().splitlines()) if counts.exists() else 0
+    finally:
+        _stop(proc)
+    shutil.rmtree(root, ignore_errors=True)
     return out
+
+
+def daemon_rows(tmp: Path, counts: list[int], idle_seconds: float, runs: int, against: Path | None) -> bool:
+    """Print the daemon's figures (row 4) at each of ``counts`` manifests: medians of ``runs``
+    runs; with ``against`` (another checkout, e.g. main), that tree's daemon in the same run,
+    alternated run by run, and the ratio this/that. True when the largest count meets every goal."""
+    trees = [REPO] + ([against] if against is not None else [])
+    keys = ("ready_fresh", "ready_cpu_fresh", "ready_restart", "ready_cpu_restart", "idle_cpu_pct", "rss_fresh_mb",
+            "rss_mb", "rss_peak_mb", "restart_parses")
+    ok = True
+    print(f"  daemon (READY fresh / restart, idle CPU over {idle_seconds:g} s, RSS; median of {runs}):")
+    for count in counts:
+        samples: dict[Path, list[dict[str, float]]] = {t: [] for t in trees}
+        for i in range(runs):
+            for t in trees if i % 2 == 0 else trees[::-1]:
+                samples[t].append(daemon_figures(tmp, count, idle_seconds, t))
+        med = {t: {k: statistics.median(s[k] for s in samples[t]) for k in keys} for t in trees}
+        d = med[REPO]
+        good = (d["ready_fresh"] <= 2.0 and d["ready_restart"] <= 1.0 and d["idle_cpu_pct"] <= 0.2
+                and d["rss_mb"] <= 40.0)
+        if count == max(counts):
+            ok &= good
+        print(f"    {count:5d} manifests: READY fresh {d['ready_fresh']:6.2f} s (goal <= 2)  "
+              f"restart {d['ready_restart']:6.2f} s (goal <= 1)  idle CPU {d['idle_cpu_pct']:6.3f} % "
+              f"(goal <= 0.2)  RSS {d['rss_mb']:5.1f} MB (goal <= 40)  {'OK' if good else 'MISSED'}")
+        if against is not None:
+            o = med[against]
+            print(f"      {'':5} {'this':>9} {'against':>9} {'ratio':>7}")
+            for k in keys:
+                ratio = d[k] / o[k] if o[k] else float("inf") if d[k] else 1.0
+                print(f"      {k:<18} {d[k]:9.3f} {o[k]:9.3f} {ratio:7.2f}")
+    return ok
 
 
 CORPUS = REPO.parent / "shared/corpus/manifests"
@@ -449,95 +523,112 @@ def startup_rows(tmp: Path, root: Path, runs: int) -> list[Row]:
     return rows
 
 
+def verb_rows(tmp: Path, args: argparse.Namespace) -> bool:
+    """Rows 1, 2, 3, 5 and 6 (the CLI and the store); printed. True when every goal is met."""
+    rows: list[Row] = []
+    # 1. history: 1 vs N versions of one component
+    one, many = node(tmp, "one", 4), node(tmp, "many", 4)
+    blobs = add_versions(many, "kube-scheduler", args.versions)
+    for fmt in ((), ("--json",)):
+        a = timed(ctl_cmd("history", "kube-scheduler", *fmt, "--root", str(one)), args.runs)
+        b = timed(ctl_cmd("history", "kube-scheduler", *fmt, "--root", str(many)), args.runs)
+        rows.append(Row(f"history {' '.join(fmt) or '(text)'}: 1 vs {args.versions} versions", a, b, 1.3))
+
+    # 2. park/unpark: 4 vs N components
+    big = node(tmp, "big", args.components)
+    for verb in ("park", "unpark"):
+        figs = []
+        for root in (one, big):
+            r = str(root)
+            other = "unpark" if verb == "park" else "park"
+
+            def prepare(r: str = r, other: str = other) -> None:
+                subprocess.run(ctl_cmd(other, "kube-scheduler", "--root", r), env=env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+            figs.append(timed(ctl_cmd(verb, "kube-scheduler", "--root", r), args.runs, between=prepare))
+        rows.append(Row(f"{verb}: 4 vs {args.components} components", figs[0], figs[1], 1.3))
+    # apply of new bytes for kube-scheduler (each run a new version): the pre-change scan and
+    # the duplicate-pod check look at every other file, by stat
+    figs = []
+    for root in (one, big):
+        src = root / "kube-scheduler.next.yaml"
+        level = iter(range(100, 100_000))
+
+        def next_bytes(src: Path = src, level: Iterator[int] = level) -> None:
+            src.write_text(SCHEDULER.format(name="kube-scheduler", v=next(level)))
+
+        figs.append(timed(ctl_cmd("apply", str(src), "--as", "kube-scheduler", "--root", str(root)), args.runs,
+                          between=next_bytes))
+    rows.append(Row(f"apply: 4 vs {args.components} components", figs[0], figs[1], 1.3))
+
+    # 3. store size vs per-blob gzip of the unique bytes
+    unique = {digest_of(b): b for b in blobs}
+    gz = sum(len(gzip.compress(b)) for b in unique.values())
+    rows.append(Row(f"store on disk vs gzip of {len(unique)} unique blobs", gz / 1024, store_bytes(many) / 1024,
+                    1.2, unit="KB"))
+
+    # 6. real-size manifests, and the upgrade of a first-release store
+    rows.append(real_store_ratio(tmp, max(1, args.versions // 5)))
+    upgrade_lines = [upgrade_figures(tmp, args.versions, ref, schema) for ref, schema in OLD_STORES]
+
+    # 5. start-up vs a bare interpreter
+    rows.extend(startup_rows(tmp, one, args.runs))
+
+    print(f"staticpodd scale benchmark ({os.cpu_count()} CPUs, median of {args.runs} runs)")
+    print(f"  {'what':<46} {'small':>13} {'large':>13}")
+    for row in rows:
+        print(row.line())
+    ok = all(r.ok for r in rows)
+    print("\n".join(upgrade_lines))
+    return ok
+
+
+def daemon_part(tmp: Path, args: argparse.Namespace) -> bool:
+    """Rows 4 and 7 (the daemon); printed. True when every goal is met."""
+    ok = daemon_rows(tmp, args.daemon_counts or [4, 200, args.components], args.idle_seconds, args.daemon_runs,
+                     args.against)
+    if args.against is not None:
+        return ok  # a side-by-side look at READY, CPU and RSS
+    parses = rescan_parse_count(tmp, args.components)
+    print(f"  daemon, {args.components} manifests: {parses} YAML parses/validations in 3 full rescans of an "
+          f"unchanged directory (goal 0) {'OK' if parses == 0 else 'MISSED'}")
+    ok &= parses == 0
+    idle_p99, burst_p99, got, edits = burst_figures(tmp)
+    good = got == edits and burst_p99 <= 2 * idle_p99
+    print(f"  daemon, 200 manifests: write->recorded p99 idle {idle_p99:.0f} ms, burst of {edits} edits "
+          f"{burst_p99:.0f} ms (ratio {burst_p99 / idle_p99:.2f}, goal <= 2), {got}/{edits} final bytes "
+          f"recorded {'OK' if good else 'MISSED'}")
+    return ok and good
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--versions", type=int, default=10_000)
     ap.add_argument("--components", type=int, default=1_000)
     ap.add_argument("--idle-seconds", type=float, default=20.0)
-    ap.add_argument("--skip-daemon", action="store_true", help="leave out the daemon rows (the slow part)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--skip-daemon", action="store_true", help="leave out the daemon rows (the slow part)")
+    which.add_argument("--only-daemon", action="store_true", help="only the daemon rows (4 and 7)")
+    ap.add_argument("--daemon-runs", type=int, default=1, metavar="N",
+                    help="row 4: median of N daemon runs at each count (default 1)")
+    ap.add_argument("--daemon-counts", type=int, nargs="+", metavar="COUNT",
+                    help="row 4: these manifest counts (default 4 200 --components)")
+    ap.add_argument("--against", type=Path, metavar="TREE",
+                    help="row 4 only: run TREE's daemon too (another checkout, e.g. main), alternated with "
+                         "this one's in the same run, and print this/that ratios")
     args = ap.parse_args()
+    if args.against is not None:
+        args.against = args.against.resolve()
+        args.only_daemon = True
     tmp = Path(tempfile.mkdtemp(prefix="staticpodd-bench-scale."))
-    rows: list[Row] = []
     try:
-        # 1. history: 1 vs N versions of one component
-        one, many = node(tmp, "one", 4), node(tmp, "many", 4)
-        blobs = add_versions(many, "kube-scheduler", args.versions)
-        for fmt in ((), ("--json",)):
-            a = timed(ctl_cmd("history", "kube-scheduler", *fmt, "--root", str(one)), args.runs)
-            b = timed(ctl_cmd("history", "kube-scheduler", *fmt, "--root", str(many)), args.runs)
-            rows.append(Row(f"history {' '.join(fmt) or '(text)'}: 1 vs {args.versions} versions", a, b, 1.3))
-
-        # 2. park/unpark: 4 vs N components
-        big = node(tmp, "big", args.components)
-        for verb in ("park", "unpark"):
-            figs = []
-            for root in (one, big):
-                r = str(root)
-                other = "unpark" if verb == "park" else "park"
-
-                def prepare(r: str = r, other: str = other) -> None:
-                    subprocess.run(ctl_cmd(other, "kube-scheduler", "--root", r), env=env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-
-                figs.append(timed(ctl_cmd(verb, "kube-scheduler", "--root", r), args.runs, between=prepare))
-            rows.append(Row(f"{verb}: 4 vs {args.components} components", figs[0], figs[1], 1.3))
-        # apply of new bytes for kube-scheduler (each run a new version): the pre-change scan and
-        # the duplicate-pod check look at every other file, by stat
-        figs = []
-        for root in (one, big):
-            src = root / "kube-scheduler.next.yaml"
-            level = iter(range(100, 100_000))
-
-            def next_bytes(src: Path = src, level: Iterator[int] = level) -> None:
-                src.write_text(SCHEDULER.format(name="kube-scheduler", v=next(level)))
-
-            figs.append(timed(ctl_cmd("apply", str(src), "--as", "kube-scheduler", "--root", str(root)), args.runs,
-                              between=next_bytes))
-        rows.append(Row(f"apply: 4 vs {args.components} components", figs[0], figs[1], 1.3))
-
-        # 3. store size vs per-blob gzip of the unique bytes
-        unique = {digest_of(b): b for b in blobs}
-        gz = sum(len(gzip.compress(b)) for b in unique.values())
-        rows.append(Row(f"store on disk vs gzip of {len(unique)} unique blobs", gz / 1024, store_bytes(many) / 1024,
-                        1.2, unit="KB"))
-
-        # 6. real-size manifests, and the upgrade of a first-release store
-        rows.append(real_store_ratio(tmp, max(1, args.versions // 5)))
-        upgrade_lines = [upgrade_figures(tmp, args.versions, ref, schema) for ref, schema in OLD_STORES]
-
-        # 5. start-up vs a bare interpreter
-        rows.extend(startup_rows(tmp, one, args.runs))
-
-        print(f"staticpodd scale benchmark ({os.cpu_count()} CPUs, median of {args.runs} runs)")
-        print(f"  {'what':<46} {'small':>13} {'large':>13}")
-        for row in rows:
-            print(row.line())
-        ok = all(r.ok for r in rows)
-        print("\n".join(upgrade_lines))
-
-        # 4. the daemon
+        ok = True
+        if not args.only_daemon:
+            ok &= verb_rows(tmp, args)
         if not args.skip_daemon:
-            print("  daemon (READY fresh / restart, idle CPU, RSS):")
-            for count in (4, 200, args.components):
-                d = daemon_figures(tmp, count, args.idle_seconds)
-                good = (d["ready_fresh"] <= 2.0 and d["ready_restart"] <= 1.0 and d["idle_cpu_pct"] <= 0.2
-                        and d["rss_mb"] <= 40.0)
-                if count == args.components:
-                    ok &= good
-                print(f"    {count:5d} manifests: READY fresh {d['ready_fresh']:6.2f} s (goal <= 2)  "
-                      f"restart {d['ready_restart']:6.2f} s (goal <= 1)  idle CPU {d['idle_cpu_pct']:6.3f} % "
-                      f"(goal <= 0.2)  RSS {d['rss_mb']:5.1f} MB (goal <= 40)  {'OK' if good else 'MISSED'}")
-            parses = rescan_parse_count(tmp, args.components)
-            print(f"  daemon, {args.components} manifests: {parses} YAML parses/validations in 3 full rescans of an "
-                  f"unchanged directory (goal 0) {'OK' if parses == 0 else 'MISSED'}")
-            ok &= parses == 0
-            idle_p99, burst_p99, got, edits = burst_figures(tmp)
-            good = got == edits and burst_p99 <= 2 * idle_p99
-            print(f"  daemon, 200 manifests: write->recorded p99 idle {idle_p99:.0f} ms, burst of {edits} edits "
-                  f"{burst_p99:.0f} ms (ratio {burst_p99 / idle_p99:.2f}, goal <= 2), {got}/{edits} final bytes "
-                  f"recorded {'OK' if good else 'MISSED'}")
-            ok &= good
+            ok &= daemon_part(tmp, args)
         return 0 if ok else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

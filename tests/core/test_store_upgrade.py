@@ -309,3 +309,56 @@ def test_rows_the_previous_release_writes_after_the_upgrade_are_read_too(v3_stor
         assert store._db.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         store.close()
+
+
+DIRFINDINGS_POINT = "f238aee"  # the last code without the dirfindings table (schema 4, like this one)
+
+
+def test_the_daemons_directory_findings_go_into_a_store_from_before_their_table_and_older_code_still_opens_it(
+    tmp_path: Path,
+) -> None:
+    """``dirfindings`` is a cache added within schema 4: the first save creates it, a look-up in
+    a store without it finds nothing, and the code from before it still opens and writes the store."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "state/versions.sqlite3"
+    path.parent.mkdir(mode=0o700)
+    old = tmp_path / "old-code"
+    arch = subprocess.run(["git", "-C", str(REPO), "archive", DIRFINDINGS_POINT, "staticpodd"], capture_output=True)
+    env = {"PYTHONPATH": str(old), "PATH": "/usr/bin:/bin"}
+    if arch.returncode == 0:  # a git checkout: the store is written by the code from before the table
+        old.mkdir()
+        subprocess.run(["tar", "-x", "-C", str(old)], input=arch.stdout, check=True)
+        write = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore\n"
+                 "s = VersionStore(Path(sys.argv[1])); s.record('etcd', 'etcd.yaml', b'one\\n', action='apply', "
+                 "actor='root'); s.close()\n")
+        subprocess.run([sys.executable, "-c", write, str(path)], check=True, env=env, cwd=tmp_path)
+    else:
+        VersionStore(path).record("etcd", "etcd.yaml", b"one\n", action="apply", actor="root")
+    store = VersionStore(path)
+    try:
+        assert store._db.execute("SELECT name FROM sqlite_master WHERE name = 'dirfindings'").fetchone() is None
+        assert store.dir_findings("/etc/kubernetes/manifests", "k1") is None
+        store.set_dir_findings("/etc/kubernetes/manifests", "k1", b"payload one")
+        assert store.dir_findings("/etc/kubernetes/manifests", "k1") == b"payload one"
+        assert store.dir_findings("/etc/kubernetes/manifests", "k2") is None  # another key: nothing
+        store.set_dir_findings("/srv/manifests", "k2", b"payload two")  # one row: the newest
+        assert store.dir_findings("/etc/kubernetes/manifests", "k1") is None
+        assert store.dir_findings("/srv/manifests", "k2") == b"payload two"
+        assert store._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+    finally:
+        store.close()
+    if arch.returncode == 0:
+        read = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore\n"
+                "s = VersionStore(Path(sys.argv[1])); v = s.record('etcd', 'etcd.yaml', b'two\\n', action='apply', "
+                "actor='root'); print(v.seq, s.data(s.head('etcd').digest).decode().strip()); s.close()\n")
+        got = subprocess.run([sys.executable, "-c", read, str(path)], capture_output=True, text=True, env=env,
+                             cwd=tmp_path)
+        assert got.returncode == 0 and got.stdout.split() == ["2", "two"], got.stderr
+    store = VersionStore(path)
+    try:
+        assert store.dir_findings("/srv/manifests", "k2") == b"payload two"
+        assert store.head("etcd").seq == 2
+    finally:
+        store.close()

@@ -134,10 +134,13 @@ class NotifySocket:
 
 
 class Daemon:
-    """One staticpodd subprocess: ``python -m staticpodd.daemon --root ROOT``."""
+    """One staticpodd subprocess: ``python -m staticpodd.daemon --root ROOT``; with
+    ``count_parses``, the same daemon under tests/daemon/count_parses.py, which appends a line to
+    that file for every YAML parse, JSON decode and validation it makes."""
 
     def __init__(
-        self, root: Path, notify: NotifySocket, *, watchdog_usec: int | None = 2_000_000, args: list[str] | None = None
+        self, root: Path, notify: NotifySocket, *, watchdog_usec: int | None = 2_000_000, args: list[str] | None = None,
+        count_parses: Path | None = None,
     ) -> None:
         self.root = root
         self.notify = notify
@@ -150,8 +153,12 @@ class Daemon:
             env["WATCHDOG_USEC"] = str(watchdog_usec)
         self.stderr_path = root.parent / f"staticpodd-{uuid.uuid4().hex[:6]}.stderr"
         self._stderr = open(self.stderr_path, "wb")
+        run = ["-m", "staticpodd.daemon"]
+        if count_parses is not None:
+            env["STATICPODD_COUNT_PARSES"] = str(count_parses)
+            run = [str(Path(__file__).with_name("count_parses.py"))]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "staticpodd.daemon", "--root", str(root), *(args or [])],
+            [sys.executable, *run, "--root", str(root), *(args or [])],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,

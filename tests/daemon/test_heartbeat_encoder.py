@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from staticpodd.daemon.heartbeat import HeartbeatEncoder, read_heartbeat, write_heartbeat
+from staticpodd.daemon.heartbeat import HeartbeatEncoder, ProblemList, read_heartbeat, write_heartbeat
 from staticpodd.layout import Layout
 
 
@@ -38,3 +38,50 @@ def test_write_heartbeat_with_an_encoder_is_read_back(tmp_path) -> None:
     write_heartbeat(layout.heartbeat_path, data, enc)
     assert read_heartbeat(layout) == data
     assert layout.heartbeat_path.read_text() == json.dumps(data, sort_keys=True) + "\n"
+
+
+class _Finding:
+    """Stands for a validator Finding: the heartbeat makes a dict of it only when it encodes it."""
+
+    made = 0
+
+    def __init__(self, i: int, word: str = "loose") -> None:
+        self.code, self.path = f"{word}-permissions", f"/m/x-{i}.yaml"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Finding) and (self.code, self.path) == (other.code, other.path)
+
+    def as_dict(self) -> dict[str, object]:
+        _Finding.made += 1
+        return {"code": self.code, "severity": "warning", "path": self.path, "component": None,
+                "message": f"{self.path}: mode 0644"}
+
+
+def test_a_problem_list_of_findings_is_written_as_the_same_list_of_dicts_and_made_into_dicts_once() -> None:
+    enc = HeartbeatEncoder()
+    tail = [_Finding(i) for i in range(3)]
+    head = [{"code": "lock-timeout", "severity": "warning", "path": "/run/lock", "message": "held"}]
+    problems = ProblemList(head, tail, _Finding.as_dict)
+    assert len(problems) == 4 and problems[0] == head[0] and problems[-1] == tail[-1].as_dict()
+    assert list(problems) == head + [f.as_dict() for f in tail] and problems[1:2] == [tail[0].as_dict()]
+    data = {"format": 1, "last_loop": 1.5, "problems": problems}
+    plain = {**data, "problems": list(problems)}
+    assert enc.encode(data) == json.dumps(plain, sort_keys=True)
+    _Finding.made = 0
+    data["last_loop"] = 2.5
+    again = enc.encode(data)
+    data["problems"] = ProblemList(head, list(tail), _Finding.as_dict)  # another list, the same findings
+    other_list = enc.encode(data)
+    assert _Finding.made == 0  # neither made a dict of a finding: the text was kept
+    assert again == other_list == json.dumps({**plain, "last_loop": 2.5}, sort_keys=True)
+    for problems in (ProblemList(head, [_Finding(1, "other")], _Finding.as_dict), ProblemList([], [], _Finding.as_dict),
+                     ProblemList(head, [], _Finding.as_dict), ProblemList([], tail, _Finding.as_dict)):
+        data["problems"] = problems
+        assert enc.encode(data) == json.dumps({**data, "problems": list(problems)}, sort_keys=True)
+
+
+def test_write_heartbeat_without_an_encoder_writes_a_problem_list_as_a_list(tmp_path) -> None:
+    layout = Layout.build(tmp_path)
+    problems = ProblemList([], [_Finding(7)], _Finding.as_dict)
+    write_heartbeat(layout.heartbeat_path, {"format": 1, "problems": problems})
+    assert read_heartbeat(layout) == {"format": 1, "problems": list(problems)}
