@@ -81,6 +81,9 @@ class DaemonBase:
         # kept in the store; the store is looked at once, for what an earlier run kept
         self._findings: tuple[str, list[Any]] | None = None
         self._kept_findings_unread = True
+        # each live file's own findings from the last validation, by digest: a pass validates the
+        # files that changed, not the whole directory (staticpodd.validate.podfacts.FileMemo)
+        self._file_memo: Any = None
         self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
         # file_name -> (digest, live names) when its restore failed: not retried until the bytes or

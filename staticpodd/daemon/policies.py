@@ -275,7 +275,10 @@ class PlanMixin(QuietMixin):
         An unchanged directory (same names, stats and recorded digests, same options, validator
         and host: :func:`staticpodd.daemon.findings.findings_key`) has the same findings: they
         come from memory, or after a restart from the store, and nothing is parsed or validated
-        (issue 14). Findings made while nothing moved are kept in both.
+        (issue 14). Findings made while nothing moved are kept in both. Otherwise the directory is
+        judged again, but each file whose bytes did not change keeps its own findings from the
+        last pass (:class:`staticpodd.validate.podfacts.FileMemo`): an edit to one file of 1,000
+        decodes and validates that one.
         """
         try:
             from ..validate import validate_directory  # type: ignore[attr-defined]
@@ -295,9 +298,14 @@ class PlanMixin(QuietMixin):
         # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
         # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
-        found = [f for f in validate_directory(self.layout.manifest_dir, options)
+        if self._file_memo is None:
+            from ..validate.podfacts import FileMemo
+
+            self._file_memo = FileMemo()
+        found = [f for f in validate_directory(self.layout.manifest_dir, options, self._file_memo)
                  if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
-        self._trim_due = True  # every live file was parsed: give that memory back when idle
+        if self._file_memo.validated:
+            self._trim_due = True  # files were parsed: give that memory back when idle
         if key is not None and key == findings_key(self.layout.manifest_dir, digests, options):
             self._keep_findings(key, found)  # nothing moved while we validated
         return list(found)

@@ -28,6 +28,7 @@ class ReloadMixin(StatusMixin, WatchMixin):
         # what it cannot cover, such as a hostPath created since, looked at again)
         self._findings = None
         self._kept_findings_unread = False
+        self._file_memo = None  # and every file's: a reload judges the whole directory anew
         self.notifier.reloading()
         self._heartbeat()
         try:

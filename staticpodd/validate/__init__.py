@@ -207,17 +207,19 @@ def gate(data: bytes, path: str, options: Options | None = None) -> tuple[Manife
     return manifest, findings
 
 
-def validate_directory(directory: Path, options: Options | None = None) -> list[Finding]:
+def validate_directory(directory: Path, options: Options | None = None, memo: Any = None) -> list[Finding]:
     """Validate a manifest directory as the kubelet reads it (KUBELET.md "Which files are pods").
 
     Per file: everything :func:`validate_bytes` finds. Across files: duplicate namespace/name
     (naming the lexically last file, which the kubelet runs), strays, ignored subdirectories,
     symlinks, host port conflicts, the node's total requests, loose modes/owners.
+    ``memo``: a :class:`staticpodd.validate.podfacts.FileMemo` kept between calls on one
+    directory (the daemon's passes): files whose bytes did not change are not validated again.
     Raises OSError when ``directory`` cannot be listed.
     """
     from staticpodd.validate.directory import check_directory
 
-    return check_directory(Path(directory), options or _DEFAULT_OPTIONS, _validate)
+    return check_directory(Path(directory), options or _DEFAULT_OPTIONS, _validate, memo)
 
 
 def validate_path(path: Path, options: Options | None = None) -> list[Finding]:

@@ -14,8 +14,9 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from staticpodd.validate.context import Options, as_dict, as_list
+from staticpodd.validate.context import Options, as_dict
 from staticpodd.validate.findings import Finding, make
+from staticpodd.validate.podfacts import FileMemo, PodFacts, pod_facts
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
@@ -81,38 +82,81 @@ def read_file_findings(p: Path, display: str, options: Options, validate: Valida
 
 
 def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> tuple[Any, dict, list[Finding]]:
+    data, unread = _read_bytes(p, display, options)
+    if data is None:
+        return None, {}, unread
+    return validate(data, display, options)
+
+
+def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, list[Finding]]:
+    """The bytes of the file at ``p`` as the kubelet reads them, or (None, findings) for a file
+    judged without them: not a regular file, or over the kubelet's 10 MiB. Raises OSError
+    (IsADirectoryError for a directory)."""
     with open(p, "rb") as fh:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(p))
         if not stat.S_ISREG(st.st_mode):
-            return (
-                None,
-                {},
-                [
-                    Finding(
-                        "not-regular-file",
-                        "error",
-                        display,
-                        None,
-                        None,
-                        None,
-                        "not a regular file: the kubelet skips it",
-                        "a manifest must be a regular file",
-                    )
-                ],
-            )
+            return None, [Finding("not-regular-file", "error", display, None, None, None,
+                                  "not a regular file: the kubelet skips it", "a manifest must be a regular file")]
         from staticpodd.decoded import KUBELET_MAX_BYTES
 
         if st.st_size > KUBELET_MAX_BYTES:
             # over the kubelet's own limit: refused by size without reading it all; the message
             # gives the real size (fstat)
-            return None, {}, [_too_large_finding(st.st_size, display, options)]
+            return None, [_too_large_finding(st.st_size, display, options)]
         # up to 10 MiB the kubelet reads the whole file: so do we (over max_bytes it is our strictness)
         data = fh.read(KUBELET_MAX_BYTES + 1)
         if len(data) > KUBELET_MAX_BYTES:  # grew since the fstat
-            return None, {}, [_too_large_finding(max(len(data), os.fstat(fh.fileno()).st_size), display, options)]
-    return validate(data, display, options)
+            return None, [_too_large_finding(max(len(data), os.fstat(fh.fileno()).st_size), display, options)]
+    return data, []
+
+
+def _judge_file(name: str, display: str, data: bytes, options: Options, validate: ValidateFn
+                ) -> tuple[tuple[Finding, ...], PodFacts | None]:
+    """One file's own findings (what ``validate`` finds, then ``stray`` when its name or content
+    says it is not a manifest the operator meant) and, when it defines a Pod, its facts."""
+    doc, positions, file_findings = validate(data, display, options)
+    own = list(file_findings)
+    why = stray_reason(name)
+    is_pod = (
+        isinstance(doc, dict)
+        and doc.get("kind") == "Pod"
+        and doc.get("apiVersion") == "v1"
+        and isinstance(as_dict(doc.get("metadata")).get("name"), str)
+        and as_dict(doc.get("metadata")).get("name")
+    )
+    if why:
+        own.append(
+            Finding(
+                "stray",
+                "warning",
+                display,
+                None,
+                None,
+                None,
+                f"stray file ({why}): the kubelet reads every non-dot file here as a pod, "
+                "whatever its name" + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
+                _stray_hint(name),
+            )
+        )
+    elif not is_pod and not (isinstance(doc, dict) and doc.get("kind") == "Pod") and not any(
+        f.severity == "error" and (f.code.startswith(("yaml", "json", "too", "not-utf8")) or f.code == "empty")
+        for f in file_findings
+    ):  # a broken Pod manifest (empty, no name…) is an invalid manifest, not a stray
+        own.append(
+            Finding(
+                "stray",
+                "warning",
+                display,
+                None,
+                None,
+                None,
+                "stray file: not a Pod manifest; the kubelet fails to read it every 20 s",
+                "move it out of the manifest directory",
+            )
+        )
+    return tuple(own), pod_facts(display, doc, positions) if is_pod else None
 
 
 def _too_large_finding(size: int, display: str, options: Options) -> Finding:
@@ -121,75 +165,6 @@ def _too_large_finding(size: int, display: str, options: Options) -> Finding:
 
     problem = too_large(size, options.max_bytes)
     return Finding(problem.code, "error", display, None, None, None, problem.message, problem.hint, problem.kubelet)
-
-
-_DEFAULT_SECURE_PORT = {"kube-apiserver": 6443, "kube-controller-manager": 10257, "kube-scheduler": 10259}
-_URL_PORT = re.compile(r"^[a-z]+://[^,/]*:(\d+)")
-
-
-def _inferred_ports(c: dict) -> list[tuple[int, str]]:
-    """Ports a hostNetwork control-plane container listens on without declaring them (inferred).
-
-    kube-apiserver / kube-controller-manager / kube-scheduler: ``--secure-port`` or its
-    default (6443 / 10257 / 10259); etcd: the ports of ``--listen-client-urls`` and
-    ``--listen-peer-urls`` (default 2379 / 2380).
-    """
-    argv = [a for a in as_list(c.get("command")) + as_list(c.get("args")) if isinstance(a, str)]
-    if not argv:
-        return []
-    binary = os.path.basename(argv[0])
-    flags: dict[str, str] = {}
-    for i, a in enumerate(argv):
-        if a.startswith("--"):
-            key, eq, value = a[2:].partition("=")
-            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-                value = argv[i + 1]
-            flags[key] = value
-    out: list[tuple[int, str]] = []
-    if binary in _DEFAULT_SECURE_PORT:
-        secure = flags.get("secure-port", str(_DEFAULT_SECURE_PORT[binary]))
-        if secure.isdigit() and int(secure) > 0:
-            out.append((int(secure), f"{binary} --secure-port"))
-    elif binary == "etcd":
-        for flag, default in (("listen-client-urls", 2379), ("listen-peer-urls", 2380)):
-            urls = flags.get(flag)
-            ports = {int(m.group(1)) for u in (urls or "").split(",") if (m := _URL_PORT.match(u.strip()))}
-            for p in sorted(ports or {default}):
-                out.append((p, f"etcd --{flag}"))
-    return out
-
-
-def _host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
-    """(protocol, port, hostIP, field) the pod claims on the node.
-
-    hostNetwork pods claim every containerPort (defaulting sets hostPort = containerPort), and
-    control-plane binaries the ports their flags name (inferred); other pods claim explicit
-    hostPorts. Source: pkg/apis/core/v1/defaults.go SetDefaults_Pod; NodePorts predicate.
-    """
-    spec = as_dict(doc.get("spec"))
-    host_network = spec.get("hostNetwork") is True
-    out = []
-    for key in ("initContainers", "containers"):
-        for i, c in enumerate(as_list(spec.get(key))):
-            c = as_dict(c)
-            if key == "initContainers" and c.get("restartPolicy") != "Always":
-                continue  # plain init containers have exited before others start
-            declared = set()
-            for j, port in enumerate(as_list(c.get("ports"))):
-                port = as_dict(port)
-                hp = port.get("hostPort")
-                if host_network and not hp:
-                    hp = port.get("containerPort")
-                if isinstance(hp, int) and not isinstance(hp, bool) and hp > 0:
-                    proto = port.get("protocol") or "TCP"
-                    ip = port.get("hostIP") or "0.0.0.0"
-                    declared.add((str(proto), hp))
-                    out.append((str(proto), hp, str(ip), f"spec.{key}[{i}].ports[{j}]"))
-            if host_network:
-                for port, _why in _inferred_ports(c):
-                    if ("TCP", port) not in declared:
-                        out.append(("TCP", port, "0.0.0.0", f"spec.{key}[{i}].command"))
-    return out
 
 
 def _permission_finding(display: str, st: os.stat_result) -> Finding | None:
@@ -215,9 +190,15 @@ def _permission_finding(display: str, st: os.stat_result) -> Finding | None:
     )
 
 
-def check_directory(directory: Path, options: Options, validate: ValidateFn) -> list[Finding]:
-    """All findings for a manifest directory, as :func:`staticpodd.validate.validate_directory`."""
+def check_directory(directory: Path, options: Options, validate: ValidateFn, memo: FileMemo | None = None
+                    ) -> list[Finding]:
+    """All findings for a manifest directory, as :func:`staticpodd.validate.validate_directory`.
+
+    ``memo``: the per-file results of the previous pass over this directory (the daemon keeps
+    one); a file whose bytes are unchanged is then neither decoded nor validated again, and the
+    findings are the same as without it. Raises OSError when ``directory`` cannot be listed."""
     findings: list[Finding] = []
+    before = memo.start(options) if memo is not None else {}
     names = sorted(os.listdir(directory))  # raises OSError when unreadable
     dstat = os.stat(directory)
     dmode = stat.S_IMODE(dstat.st_mode)
@@ -235,7 +216,7 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn) -> 
                 "chmod 0700 (or 0755) and chown root:root",
             )
         )
-    pods: dict[tuple[str, str], list[tuple[str, Any, dict]]] = {}
+    pods: dict[tuple[str, str], list[PodFacts]] = {}
     for name in names:
         if name.startswith("."):
             continue  # the kubelet never reads dot-names
@@ -309,55 +290,30 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn) -> 
         if perm:
             findings.append(perm)
         try:
-            doc, positions, file_findings = _read_one(full, display, options, validate)
+            data, unread = _read_bytes(full, display, options)
         except OSError as exc:
             findings.append(
                 Finding("unreadable", "error", display, None, None, None, f"cannot read: {exc.strerror}", None)
             )
             continue
-        findings.extend(file_findings)
-        why = stray_reason(name)
-        is_pod = (
-            isinstance(doc, dict)
-            and doc.get("kind") == "Pod"
-            and doc.get("apiVersion") == "v1"
-            and isinstance(as_dict(doc.get("metadata")).get("name"), str)
-            and as_dict(doc.get("metadata")).get("name")
-        )
-        if why:
-            findings.append(
-                Finding(
-                    "stray",
-                    "warning",
-                    display,
-                    None,
-                    None,
-                    None,
-                    f"stray file ({why}): the kubelet reads every non-dot file here as a pod, "
-                    "whatever its name" + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
-                    _stray_hint(name),
-                )
-            )
-        elif not is_pod and not (isinstance(doc, dict) and doc.get("kind") == "Pod") and not any(
-            f.severity == "error" and (f.code.startswith(("yaml", "json", "too", "not-utf8")) or f.code == "empty")
-            for f in file_findings
-        ):  # a broken Pod manifest (empty, no name…) is an invalid manifest, not a stray
-            findings.append(
-                Finding(
-                    "stray",
-                    "warning",
-                    display,
-                    None,
-                    None,
-                    None,
-                    "stray file: not a Pod manifest; the kubelet fails to read it every 20 s",
-                    "move it out of the manifest directory",
-                )
-            )
-        if is_pod:
-            meta = doc["metadata"]
-            key = (meta.get("namespace") or "default", meta["name"])
-            pods.setdefault(key, []).append((display, doc, positions))
+        if data is None:  # not a regular file, or over the kubelet's 10 MiB: judged without its bytes
+            findings.extend(unread)
+            continue
+        import hashlib
+
+        digest = hashlib.sha256(data).hexdigest()
+        kept = before.get(display)
+        if kept is not None and kept[0] == digest:
+            own, facts = kept[1], kept[2]
+        else:
+            own, facts = _judge_file(name, display, data, options, validate)
+            if memo is not None:
+                memo.validated += 1
+        if memo is not None:
+            memo.keep(display, digest, own, facts)
+        findings.extend(own)
+        if facts is not None:
+            pods.setdefault(facts.key, []).append(facts)
     findings.extend(_duplicates(pods))
     findings.extend(_port_conflicts(pods))
     from staticpodd.validate.nodefit import directory_fit
@@ -375,15 +331,16 @@ def _duplicates(pods: dict) -> list[Finding]:
     for (ns, name), files in pods.items():
         if len(files) < 2:
             continue
-        winner = files[-1][0]
-        others = ", ".join(os.path.basename(f[0]) for f in files[:-1])
-        for display, _doc, positions in files[:-1]:
+        winner = files[-1].display
+        others = ", ".join(os.path.basename(f.display) for f in files[:-1])
+        for facts in files[:-1]:
+            display = facts.display
             out.append(
                 make(
                     "duplicate-pod",
                     "error",
                     display,
-                    positions,
+                    facts.located,
                     "metadata.name",
                     f"{ns}/{name} is also defined by {os.path.basename(winner)}, which sorts last: the "
                     f"kubelet runs {os.path.basename(winner)} and ignores this file (edits here never "
@@ -407,9 +364,9 @@ def _port_conflicts(pods: dict) -> list[Finding]:
     out = []
     claims: dict[tuple[str, int], list[tuple[tuple[str, str], str, str, str, dict]]] = {}
     for key, files in pods.items():
-        for display, doc, positions in files:
-            for proto, port, ip, fieldp in _host_ports(doc):
-                claims.setdefault((proto, port), []).append((key, display, ip, fieldp, positions))
+        for facts in files:
+            for proto, port, ip, fieldp in facts.ports:
+                claims.setdefault((proto, port), []).append((key, facts.display, ip, fieldp, facts.located))
     for (proto, port), who in claims.items():
         for i in range(1, len(who)):
             key, display, ip, fieldp, positions = who[i]

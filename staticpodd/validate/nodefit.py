@@ -25,6 +25,10 @@ from staticpodd.validate.context import Context, Options, as_dict, as_list
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from staticpodd.validate.podfacts import PodFacts
+
 
 @lru_cache(maxsize=1)
 def _proc_capacity() -> tuple[int | None, int | None]:
@@ -204,7 +208,7 @@ def rule_node_fit(ctx: Context) -> None:
             ctx.add(
                 code,
                 "error",
-                _request_field(ctx.spec, resource),
+                request_field(ctx.spec, resource),
                 _message(resource, requested, 0, alloc, ctx.options),
                 f"lower the {resource} requests: the node gives pods {_show(resource, alloc)} in total",
             )
@@ -218,7 +222,8 @@ def _show(resource: str, value: int) -> str:
     return f"{value / 2**30:.2f}Gi memory"
 
 
-def _request_field(spec: dict, resource: str) -> str | None:
+def request_field(spec: dict, resource: str) -> str | None:
+    """Field path of the first request (else limit) of ``resource`` in a pod spec; ``spec`` when none."""
     for key in ("containers", "initContainers"):
         for i, c in enumerate(as_list(spec.get(key))):
             res = as_dict(as_dict(c).get("resources"))
@@ -228,21 +233,21 @@ def _request_field(spec: dict, resource: str) -> str | None:
     return "spec"
 
 
-def directory_fit(pods: dict, options: Options) -> list[Finding]:
+def directory_fit(pods: dict[tuple[str, str], list[PodFacts]], options: Options) -> list[Finding]:
     """All pods of a directory together: the kubelet admits them one by one (file order here).
 
     Codes ``out-of-cpu`` / ``out-of-memory`` (fails-admission) at the first file whose pod no longer
     fits the node's allocatable after the pods before it (static pods are critical: never
     preempted); pods that alone exceed the node are already reported per file. Only the file the
-    kubelet runs for each namespace/name (the lexically last) counts.
+    kubelet runs for each namespace/name (the lexically last) counts. ``pods``: (namespace, name)
+    -> the :class:`~staticpodd.validate.podfacts.PodFacts` of each file defining it, in file order.
     """
     cpu_cap, mem_cap = node_allocatable(options)
-    winners = sorted((files[-1] for files in pods.values()), key=lambda f: f[0])
+    winners = sorted((files[-1] for files in pods.values()), key=lambda f: f.display)
     used = [0, 0]
     out: list[Finding] = []
-    for display, doc, positions in winners:
-        spec = as_dict(doc.get("spec"))
-        req = pod_requests(spec)
+    for facts in winners:
+        req = facts.requests
         for i, (resource, cap, code) in enumerate(
             (("cpu", cpu_cap, "out-of-cpu"), ("memory", mem_cap, "out-of-memory"))
         ):
@@ -253,9 +258,9 @@ def directory_fit(pods: dict, options: Options) -> list[Finding]:
                     make(
                         code,
                         "error",
-                        display,
-                        positions,
-                        _request_field(spec, resource),
+                        facts.display,
+                        facts.located,
+                        facts.request_fields[i],
                         _message(resource, req[i], used[i], cap, options)
                         + " once the pods of the files before it are running",
                         "lower requests across the directory",

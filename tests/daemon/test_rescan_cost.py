@@ -110,3 +110,39 @@ def test_a_periodic_rescan_of_a_quiet_node_reads_nothing_and_a_change_is_still_s
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0, (tmp_path / "stderr").read_text()
+
+
+def test_an_edit_to_one_of_thirty_files_validates_that_file_not_the_directory(tmp_path) -> None:
+    """The pass after an edit judges the whole directory again (duplicates, host ports, node fit
+    across files), but takes every unchanged file's own findings from the last pass: its cost
+    follows the change, not the node (issue 14)."""
+    root = make_root(tmp_path, config="rescan_interval: 1\n")
+    mdir = root / "etc/kubernetes/manifests"
+    for i in range(30):
+        (mdir / f"extra-{i:02d}.yaml").write_text(
+            f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra-{i:02d}\n  namespace: default\n"
+            "spec:\n  containers:\n  - name: c\n    image: nginx:1.27\n")
+        os.chmod(mdir / f"extra-{i:02d}.yaml", 0o600)
+    counts = tmp_path / "parses.txt"
+    env = dict(os.environ, STATICPODD_COUNT_PARSES=str(counts), PYTHONPATH=str(REPO))
+    env.pop("NOTIFY_SOCKET", None)
+    with open(tmp_path / "stderr", "wb") as err:
+        proc = subprocess.Popen([sys.executable, str(HERE / "count_parses.py"), "--root", str(root)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=str(REPO))
+    try:
+        settled = _next_rescan(root, _next_rescan(root, 0))
+        assert _calls(counts, 0).count("validate") >= 30  # the counter works: the first pass judged every file
+        t = time.time()
+        (mdir / "extra-03.yaml").write_text(  # a second pod claiming extra-07's name: a duplicate
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra-07\n  namespace: default\n"
+            "spec:\n  containers:\n  - name: c\n    image: nginx:1.28\n")
+        _next_rescan(root, _next_rescan(root, max(t, settled)))
+        calls = _calls(counts, t)
+        assert "validate-directory" in calls  # the directory was judged again ...
+        assert calls.count("validate") <= 2, calls  # ... from one file's new bytes (and its gate), not 31
+        problems = json.loads((root / "run/staticpodd/daemon.json").read_text())["problems"]
+        assert any(p.get("code") == "duplicate-pod" and p.get("path", "").endswith("extra-03.yaml") for p in problems), \
+            problems
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0, (tmp_path / "stderr").read_text()

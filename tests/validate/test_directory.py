@@ -227,3 +227,44 @@ def test_one_pod_in_two_files_is_a_duplicate_not_a_host_port_conflict(mdir):
     write(mdir, "z-other.yaml", pod(spec, name="other"))
     conflicts = [f for f in validate_directory(mdir, NODE) if f.code == "host-port-conflict"]
     assert [(Path(f.path).name, f.severity) for f in conflicts] == [("z-other.yaml", "error")]
+
+
+def _everything(mdir: Path) -> None:
+    """A directory with one of each cross-file finding: a duplicate (a .bak), a host port conflict,
+    pods that fit alone but not together, a stray that is not a pod, a loose mode."""
+    big = {"containers": [container(resources={"requests": {"memory": "5Gi"}})]}
+    write(mdir, "a.yaml", pod(big, name="a"))
+    write(mdir, "b.yaml", pod(big, name="b"))
+    write(mdir, "b.yaml.bak", pod(big, name="b"), mode=0o644)
+    write(mdir, "h1.yaml", pod({"hostNetwork": True, "containers": [container(ports=[{"containerPort": 8080}])]},
+                               name="h1"))
+    write(mdir, "h2.yaml", pod({"containers": [container(ports=[{"containerPort": 80, "hostPort": 8080}])]}, name="h2"))
+    write(mdir, "notes.txt", b"not a pod\n")
+
+
+def _seen(found: list) -> list[tuple]:
+    return [(Path(f.path).name, f.code, f.line, f.column, f.field, f.message) for f in found]
+
+
+def test_a_memo_of_the_last_pass_gives_the_same_findings_and_validates_only_what_changed(mdir):
+    from staticpodd.validate.podfacts import FileMemo
+
+    _everything(mdir)
+    memo = FileMemo()
+    first = validate_directory(mdir, NODE, memo)
+    assert memo.validated == 6
+    assert _seen(first) == _seen(validate_directory(mdir, NODE))
+    assert {"duplicate-pod", "host-port-conflict", "out-of-memory", "stray", "loose-permissions"} <= set(codes(first))
+    # nothing changed: nothing is validated, the findings are the same
+    assert _seen(validate_directory(mdir, NODE, memo)) == _seen(first)
+    assert memo.validated == 0
+    # one file changed (h2 no longer claims 8080; a claims more memory): only it is validated,
+    # and the cross-file findings follow it
+    write(mdir, "h2.yaml", pod({"containers": [container(ports=[{"containerPort": 80, "hostPort": 9090}])]}, name="h2"))
+    again = validate_directory(mdir, NODE, memo)
+    assert memo.validated == 1
+    assert _seen(again) == _seen(validate_directory(mdir, NODE))
+    assert "host-port-conflict" not in codes(again)
+    # other options: every file is judged anew
+    validate_directory(mdir, NODE.replace(max_bytes=1000), memo)
+    assert memo.validated == 6

@@ -1,0 +1,153 @@
+"""What the directory-wide checks need of one file's pod, and the per-file results kept between
+passes over one directory.
+
+:class:`PodFacts` is a pod as the checks across files see it (duplicate names, host ports, node
+fit: KUBELET.md "Duplicate names across files", "What the kubelet refuses"), kept instead of
+its decoded document and source positions. :class:`FileMemo` keeps each file's own findings and
+facts under the sha256 of its bytes, so a pass over a directory where one file changed decodes
+and validates that file only (issue 14: the cost of a pass follows the change, not the node).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from staticpodd.positions import locate
+from staticpodd.record import FrozenRecord
+from staticpodd.validate.context import Options, as_dict, as_list
+from staticpodd.validate.findings import Finding
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Final
+
+_DEFAULT_SECURE_PORT = {"kube-apiserver": 6443, "kube-controller-manager": 10257, "kube-scheduler": 10259}
+_URL_PORT = re.compile(r"^[a-z]+://[^,/]*:(\d+)")
+
+
+def inferred_ports(c: dict) -> list[tuple[int, str]]:
+    """Ports a hostNetwork control-plane container listens on without declaring them (inferred).
+
+    kube-apiserver / kube-controller-manager / kube-scheduler: ``--secure-port`` or its
+    default (6443 / 10257 / 10259); etcd: the ports of ``--listen-client-urls`` and
+    ``--listen-peer-urls`` (default 2379 / 2380).
+    """
+    argv = [a for a in as_list(c.get("command")) + as_list(c.get("args")) if isinstance(a, str)]
+    if not argv:
+        return []
+    binary = os.path.basename(argv[0])
+    flags: dict[str, str] = {}
+    for i, a in enumerate(argv):
+        if a.startswith("--"):
+            key, eq, value = a[2:].partition("=")
+            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                value = argv[i + 1]
+            flags[key] = value
+    out: list[tuple[int, str]] = []
+    if binary in _DEFAULT_SECURE_PORT:
+        secure = flags.get("secure-port", str(_DEFAULT_SECURE_PORT[binary]))
+        if secure.isdigit() and int(secure) > 0:
+            out.append((int(secure), f"{binary} --secure-port"))
+    elif binary == "etcd":
+        for flag, default in (("listen-client-urls", 2379), ("listen-peer-urls", 2380)):
+            urls = flags.get(flag)
+            ports = {int(m.group(1)) for u in (urls or "").split(",") if (m := _URL_PORT.match(u.strip()))}
+            for p in sorted(ports or {default}):
+                out.append((p, f"etcd --{flag}"))
+    return out
+
+
+def host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
+    """(protocol, port, hostIP, field) the pod claims on the node.
+
+    hostNetwork pods claim every containerPort (defaulting sets hostPort = containerPort), and
+    control-plane binaries the ports their flags name (inferred); other pods claim explicit
+    hostPorts. Source: pkg/apis/core/v1/defaults.go SetDefaults_Pod; NodePorts predicate.
+    """
+    spec = as_dict(doc.get("spec"))
+    host_network = spec.get("hostNetwork") is True
+    out = []
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(as_list(spec.get(key))):
+            c = as_dict(c)
+            if key == "initContainers" and c.get("restartPolicy") != "Always":
+                continue  # plain init containers have exited before others start
+            declared = set()
+            for j, port in enumerate(as_list(c.get("ports"))):
+                port = as_dict(port)
+                hp = port.get("hostPort")
+                if host_network and not hp:
+                    hp = port.get("containerPort")
+                if isinstance(hp, int) and not isinstance(hp, bool) and hp > 0:
+                    proto = port.get("protocol") or "TCP"
+                    ip = port.get("hostIP") or "0.0.0.0"
+                    declared.add((str(proto), hp))
+                    out.append((str(proto), hp, str(ip), f"spec.{key}[{i}].ports[{j}]"))
+            if host_network:
+                for port, _why in inferred_ports(c):
+                    if ("TCP", port) not in declared:
+                        out.append(("TCP", port, "0.0.0.0", f"spec.{key}[{i}].command"))
+    return out
+
+
+class PodFacts(FrozenRecord):
+    """One file's pod for the checks across files. ``display``: the path as shown; ``key``:
+    (namespace, name); ``ports``: (protocol, port, hostIP, field) it claims (:func:`host_ports`);
+    ``requests``: (cpu millicores, memory bytes) the scheduler counts
+    (:func:`staticpodd.validate.nodefit.pod_requests`); ``request_fields``: the field paths of its
+    cpu and memory requests; ``located``: field path -> (line, column) for ``metadata.name``, the
+    port fields and the request fields (what those checks' findings point at)."""
+
+    display: Final[str]
+    key: Final[tuple[str, str]]
+    ports: Final[tuple[tuple[str, int, str, str], ...]]
+    requests: Final[tuple[int, int]]
+    request_fields: Final[tuple[str | None, str | None]]
+    located: Final[dict[str, tuple[int | None, int | None]]]
+
+    def __init__(self, display: str, key: tuple[str, str], ports: tuple[tuple[str, int, str, str], ...],
+                 requests: tuple[int, int], request_fields: tuple[str | None, str | None],
+                 located: dict[str, tuple[int | None, int | None]]) -> None:
+        self.display = display
+        self.key = key
+        self.ports = ports
+        self.requests = requests
+        self.request_fields = request_fields
+        self.located = located
+
+
+def pod_facts(display: str, doc: dict, positions: dict) -> PodFacts:
+    """The :class:`PodFacts` of a decoded Pod ``doc`` (``metadata.name`` set) read from ``display``."""
+    from staticpodd.validate.nodefit import pod_requests, request_field
+
+    meta = doc["metadata"]
+    spec = as_dict(doc.get("spec"))
+    ports = tuple(host_ports(doc))
+    fields = (request_field(spec, "cpu"), request_field(spec, "memory"))
+    wanted = ["metadata.name", *(p[3] for p in ports), *(f for f in fields if f)]
+    return PodFacts(display, (meta.get("namespace") or "default", meta["name"]), ports, pod_requests(spec),
+                    fields, {f: locate(positions, f) for f in wanted})
+
+
+class FileMemo:
+    """Each file's own findings and :class:`PodFacts` from the last :func:`check_directory` over
+    one directory, by file (as displayed) and the sha256 of the bytes they were made from; all of
+    it forgotten when the options change. Holds one entry per file seen at the last pass."""
+
+    def __init__(self) -> None:
+        self.options: Options | None = None
+        self.files: dict[str, tuple[str, tuple[Finding, ...], PodFacts | None]] = {}
+        #: files decoded and validated by the last pass (the others came from the memo)
+        self.validated = 0
+
+    def start(self, options: Options) -> dict[str, tuple[str, tuple[Finding, ...], PodFacts | None]]:
+        """Begin a pass: returns the entries of the previous one (empty when ``options``
+        differ) and starts an empty set for this pass, which :meth:`keep` fills."""
+        before = self.files if options == self.options else {}
+        self.options, self.files, self.validated = options, {}, 0
+        return before
+
+    def keep(self, display: str, digest: str, own: tuple[Finding, ...], facts: PodFacts | None) -> None:
+        """Remember one file's results for the next pass."""
+        self.files[display] = (digest, own, facts)
