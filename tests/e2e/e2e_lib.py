@@ -82,6 +82,41 @@ class PodState:
         """(sandbox id, ((name, container id, attempt), ...)): equal means nothing restarted."""
         return self.sandbox_id, tuple(sorted((n, i, a) for n, (i, a) in self.containers.items()))
 
+    def change_to(self, other: PodState | None) -> str:
+        """In words, what differs in ``other`` (a later look at the same pod): nothing, no
+        running pod, a new sandbox (the pod was killed and created again: a new config.hash
+        means a new UID), or a container restarted inside the same sandbox (id and attempt)."""
+        if other is None:
+            return "no ready sandbox with running containers (the pod was being killed or re-created)"
+        if other.key == self.key:
+            return "the same sandbox, containers and attempts"
+        if other.sandbox_id != self.sandbox_id:
+            uid = ("same config.hash" if other.config_hash == self.config_hash
+                   else f"config.hash {self.config_hash[:12]} -> {other.config_hash[:12]}")
+            return f"sandbox replaced: {self.sandbox_id[:13]} -> {other.sandbox_id[:13]} ({uid}): the pod was re-created"
+        parts = []
+        for name in sorted(set(self.containers) | set(other.containers)):
+            a, b = self.containers.get(name), other.containers.get(name)
+            if a != b:
+                parts.append(f"container {name} {a[0][:13] if a else '-'} attempt {a[1] if a else '-'} -> "
+                             f"{b[0][:13] if b else 'not running'} attempt {b[1] if b else '-'}")
+        return "same sandbox, " + "; ".join(parts) + ": restarted in place (a probe, or the process exited)"
+
+
+def hms(t: float) -> str:
+    """``HH:MM:SS.mmm`` of an epoch time, local time as the kubelet's log writes it."""
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int(t * 1000) % 1000:03d}"
+
+
+#: Kubelet log messages that tell a pod's story (its sandbox, containers, probes, file events);
+#: the volume and node-status chatter is left out.
+STORY_MESSAGES = (
+    "SyncLoop", "Unable to process watch event", "Could not process manifest file", "Can't process config file",
+    "Probe failed", "Killing container", "No sandbox for pod", "No ready sandbox", "Error syncing pod",
+    "Generic (PLEG)", "failed liveness", "failed startup", "back-off", "StartContainer", "RunPodSandbox",
+    "waiting for", "static pod", "Pod is", "Terminat",
+)
+
 
 class Node:
     """A staticpodd root watched by the lab's kubelet. ``lab``: the running kubelet-lab."""
@@ -195,6 +230,41 @@ class Node:
 
     def wait_stopped(self, base: str, timeout: float = 60) -> None:
         self.wait(lambda: not self.anything_running(base), timeout, f"{base} stopped")
+
+    def runtime_history(self, base: str) -> str:
+        """Every sandbox and container of the pod ``<base>-<node>`` the runtime still knows, in
+        any state, oldest first, one line each (created time, short id, state, config.hash,
+        attempt): what a failure message needs to tell a restart from a re-creation."""
+        name = self.lab.pod_name(base)
+        try:
+            pods = [p for p in self.lab.pods() if p["metadata"]["name"] == name]
+            conts = self.lab.containers()
+        except Exception as exc:  # noqa: BLE001 - a diagnostic must not hide the failure
+            return f"(crictl failed: {exc})"
+        lines = []
+        for p in sorted(pods, key=lambda p: int(p.get("createdAt") or 0)):
+            h = (p.get("annotations") or {}).get("kubernetes.io/config.hash") or p["metadata"].get("uid", "")
+            lines.append(f"  {hms(int(p.get('createdAt') or 0) / 1e9)} sandbox {p['id'][:13]} {p['state']} "
+                         f"config.hash {h[:12]}")
+            for c in sorted((c for c in conts if c["podSandboxId"] == p["id"]), key=lambda c: int(c.get("createdAt") or 0)):
+                lines.append(f"  {hms(int(c.get('createdAt') or 0) / 1e9)}   container {c['metadata']['name']} "
+                             f"{c['id'][:13]} attempt {c['metadata'].get('attempt') or 0} {c['state']}")
+        return "\n".join(lines) or "  (none)"
+
+    def kubelet_story(self, offset: int, base: str, limit: int = 80) -> str:
+        """The kubelet's log lines since ``offset`` that tell the story of the pod ``base``:
+        its SyncLoop ADD/REMOVE/UPDATE, sandbox and container starts and kills, probe
+        failures, and every refused read of a manifest (a watch event or a relist), with their
+        times; at most ``limit`` lines (the first and the last ones)."""
+        pod = self.lab.pod_name(base)
+        keep = []
+        for t, line in self.lab.log_lines(offset):
+            if (pod in line or str(self.manifests) in line) and any(m in line for m in STORY_MESSAGES):
+                msg = line.split("] ", 1)[-1]
+                keep.append(f"  {hms(t)} {msg[:230]}")
+        if len(keep) > limit:
+            keep = keep[: limit // 4] + [f"  ... {len(keep) - limit} lines left out ..."] + keep[-(limit - limit // 4):]
+        return "\n".join(keep) or "  (none)"
 
     def kubelet_tail(self, lines: int = 30) -> str:
         try:

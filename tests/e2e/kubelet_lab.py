@@ -430,6 +430,46 @@ class Lab:
             fh.seek(offset)
             return fh.read().decode("utf-8", "replace")
 
+    def log_lines(self, offset: int = 0) -> list[tuple[float, str]]:
+        """The kubelet log's lines since ``offset`` with their wall-clock times (epoch seconds,
+        :func:`klog_time`); lines without a klog header (a wrapped message) are left out."""
+        out = []
+        for line in self.log_since(offset).splitlines():
+            t = klog_time(line)
+            if t is not None:
+                out.append((t, line))
+        return out
+
+    def relists(self, start: float, end: float) -> list[float]:
+        """When the kubelet's file source relists the manifest directory between ``start`` and
+        ``end`` (epoch seconds, past or future): every ``fileCheckFrequency`` from the
+        ``"Watching path"`` line of the kubelet running at ``end`` (pkg/kubelet/config/file.go:
+        NewSourceFile logs it, then ``run()`` starts a ``time.NewTicker(period)``, and a Go ticker
+        keeps its phase). Seen within 2 ms of the kubelet's own "Could not process manifest file"
+        lines; a tick runs a little late only while its goroutine reads a watch event. At --v=2
+        the kubelet logs no relist of its own. Empty when the log has no such line."""
+        period = self.relist_seconds
+        try:
+            data = self.kubelet_log.read_bytes()
+        except OSError:
+            return []
+        starts = []
+        for line in data.split(b"\n"):
+            if b'"Watching path"' in line:
+                t = klog_time(line.decode("utf-8", "replace"))
+                if t is not None and t <= end:
+                    starts.append(t)
+        if not starts or period <= 0:
+            return []
+        t0 = starts[-1]
+        k = max(1, int((start - t0) // period))
+        out = []
+        while t0 + k * period <= end:
+            if t0 + k * period >= start:
+                out.append(t0 + k * period)
+            k += 1
+        return out
+
     def alive(self, name: str) -> bool:
         pid = self.pids.get(name)
         return bool(pid) and _alive(pid)
@@ -470,6 +510,26 @@ class Lab:
         # no iptables on its PATH: it adds no netfilter rules (Debian keeps iptables in /usr/sbin)
         path = f"{self.work / 'path'}:/usr/local/bin:/usr/bin:/bin"
         return {"PATH": path, "HOME": str(self.work), "LANG": "C.UTF-8"}
+
+
+def klog_time(line: str, *, now: float | None = None) -> float | None:
+    """The wall-clock time (epoch seconds) of a klog line such as ``I1202 01:04:05.910572 22502
+    file.go:68] ...`` (the kubelet writes local time, without a year: the year is the one of
+    ``now`` that puts the line in the past), or None when ``line`` has no such header."""
+    import datetime
+
+    if len(line) < 21 or line[0] not in "IWEF" or line[5] != " " or line[8] != ":" or line[14] != ".":
+        return None
+    try:
+        month, day = int(line[1:3]), int(line[3:5])
+        hh, mm, ss, us = int(line[6:8]), int(line[9:11]), int(line[12:14]), int(line[15:21])
+        ref = datetime.datetime.fromtimestamp(time.time() if now is None else now)
+        stamp = datetime.datetime(ref.year, month, day, hh, mm, ss, us)
+        if stamp > ref + datetime.timedelta(days=1):  # a December line read in January
+            stamp = stamp.replace(year=ref.year - 1)
+    except ValueError:
+        return None
+    return stamp.timestamp()
 
 
 def _alive(pid: int) -> bool:
