@@ -73,6 +73,8 @@ def _is_tool_tempfile(file_name: str) -> bool:
 
 def is_utf8_name(name: str) -> bool:
     """False for a file name that is not valid UTF-8 (``os.listdir`` surrogate-escapes its bytes)."""
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

@@ -80,10 +80,12 @@ class ScanVerbs(GateCore):
         actual: dict[str, fsops.FileState | None] = {}
         unchanged: dict[str, str] = {}
         self._scan_sigs = unchanged if wanted is None else {}
+        # stat by plain string paths: a Path object per file costs more than the stat itself
+        base = {"live": os.path.join(self.layout.manifest_dir, ""), "parked": os.path.join(self.layout.parked_dir, "")}
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
             if wanted is not None and fn not in wanted:
                 continue
-            sig = _stat_sig(self._path(loc, fn)) if key in observed else None  # taken before any read
+            sig = _stat_sig(base[loc] + fn) if key in observed else None  # taken before any read
             if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
                 if loc == "live":
                     unchanged[fn] = sigs[key]
@@ -91,7 +93,7 @@ class ScanVerbs(GateCore):
             if self._too_large(key, loc, fn, observed, changes):
                 continue
             if sig is None:
-                sig = _stat_sig(self._path(loc, fn))
+                sig = _stat_sig(base[loc] + fn)
             try:
                 actual[key] = self._state_at(loc, fn)
             except FsError:
