@@ -127,35 +127,17 @@ def _judge_file(name: str, display: str, data: bytes, options: Options, validate
         and as_dict(doc.get("metadata")).get("name")
     )
     if why:
-        own.append(
-            Finding(
-                "stray",
-                "warning",
-                display,
-                None,
-                None,
-                None,
-                f"stray file ({why}): the kubelet reads every non-dot file here as a pod, "
-                "whatever its name" + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
-                _stray_hint(name),
-            )
-        )
+        own.append(Finding("stray", "warning", display, None, None, None,
+                           f"stray file ({why}): the kubelet reads every non-dot file here as a pod, whatever "
+                           "its name" + ("; this one runs" if is_pod else "; this one fails to parse every 20 s"),
+                           _stray_hint(name)))
     elif not is_pod and not (isinstance(doc, dict) and doc.get("kind") == "Pod") and not any(
         f.severity == "error" and (f.code.startswith(("yaml", "json", "too", "not-utf8")) or f.code == "empty")
         for f in file_findings
     ):  # a broken Pod manifest (empty, no name…) is an invalid manifest, not a stray
-        own.append(
-            Finding(
-                "stray",
-                "warning",
-                display,
-                None,
-                None,
-                None,
-                "stray file: not a Pod manifest; the kubelet fails to read it every 20 s",
-                "move it out of the manifest directory",
-            )
-        )
+        own.append(Finding("stray", "warning", display, None, None, None,
+                           "stray file: not a Pod manifest; the kubelet fails to read it every 20 s",
+                           "move it out of the manifest directory"))
     return tuple(own), pod_facts(display, doc, positions) if is_pod else None
 
 
