@@ -70,10 +70,6 @@ class EngineCore:
         self.hook_warnings: list[OpWarning] = []
         self._listing: list[str] | None = None  # the directory's names during one scan
         self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
-        #: live file -> the stat signature a full scan found unchanged during this hold of the lock
-        #: (its recorded bytes are its bytes): the duplicate-pod check that follows in the same
-        #: operation, with no wait between, need not stat every file again. Forgotten on release.
-        self._scan_sigs: dict[str, str] = {}
 
     if TYPE_CHECKING:  # defined by RecoverVerbs (recover.py); locked() runs it on first acquisition
 
@@ -126,8 +122,6 @@ class EngineCore:
             yield
         finally:
             self._lock.release()
-            if not self._lock.held:
-                self._scan_sigs = {}
 
     def check_manifest_dir(self) -> None:
         """Raise FsError unless the manifest directory exists and is a directory (a typo in

@@ -160,7 +160,6 @@ class GateCore(EngineCore):
         have_store = self.layout.db_path.exists()
         cached = self.store.live_identities() if have_store else {}
         base = os.path.join(self.layout.manifest_dir, "")
-        fresh = self._scan_sigs if self._lock.held else {}  # unchanged in this operation's own scan
         # the identities this call caches go in one transaction, not one commit per file (the
         # first park on a node of 1,000 manifests made 1,000 commits)
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
@@ -170,8 +169,8 @@ class GateCore(EngineCore):
                 if other == besides:
                     continue
                 row = cached.get(other)
-                if row is not None and row[1] and (fresh.get(other) == row[0] or (
-                        (now := _stat_sig(base + other)) is not None and _sig_text(now) == row[0])):
+                if (row is not None and row[1] and (now := _stat_sig(base + other)) is not None
+                        and _sig_text(now) == row[0]):
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
                         out.append(other)
                     continue

@@ -78,8 +78,6 @@ class ScanVerbs(GateCore):
         adopting = not observed and not store.components()
         changes: list[Change] = []
         actual: dict[str, fsops.FileState | None] = {}
-        unchanged: dict[str, str] = {}
-        self._scan_sigs = unchanged if wanted is None else {}
         # stat by plain string paths: a Path object per file costs more than the stat itself
         base = {"live": os.path.join(self.layout.manifest_dir, ""), "parked": os.path.join(self.layout.parked_dir, "")}
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
@@ -87,8 +85,6 @@ class ScanVerbs(GateCore):
                 continue
             sig = _stat_sig(base[loc] + fn) if key in observed else None  # taken before any read
             if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
-                if loc == "live":
-                    unchanged[fn] = sigs[key]
                 continue  # same stat as when its bytes were last read and recorded: unchanged
             if self._too_large(key, loc, fn, observed, changes):
                 continue
