@@ -329,9 +329,11 @@ class EngineCore:
     # -- hooks ----------------------------------------------------------------------------------
 
     def _hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
-               version: int | None = None, digest: str | None = None) -> None:
+               version: int | None = None, digest: str | None = None) -> bool:
+        """Run ``<hooks>/<phase>-<verb>.d`` (staticpodd.hooks). Returns whether any hook ran: a
+        pre-hook is a wait, after which what was judged before it is judged again."""
         if not (self.layout.hooks_dir / f"{phase}-{verb}.d").is_dir():
-            return
+            return False
         from ..hooks import hook_env, run_hooks
 
         env = hook_env(self.layout, component=component, file_name=file_name, version=version, digest=digest,
@@ -342,3 +344,4 @@ class EngineCore:
         if phase == "post":  # never fatal; the CLI shows them as warnings (and in --json "warnings")
             self.hook_warnings.extend(OpWarning.of(r, phase, verb) for r in results
                                       if r.status in ("failed", "signaled", "timeout", "refused"))
+        return any(r.status not in ("refused", "skipped") for r in results)

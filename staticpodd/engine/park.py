@@ -93,7 +93,11 @@ class ParkVerbs(SwapVerbs):
             if twins and ident is not None:
                 twins_note = self._twins_note(comp, fn, ident, twins, until=until, force=force)
             digest = digest_of(st.data)
-            self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest)
+            if self._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest) and ident:
+                # a pre-hook may have written a twin that would keep the pod running: judged again
+                again = self.files_defining(ident, besides=fn)
+                if again != twins:
+                    twins_note = self._twins_note(comp, fn, ident, again, until=until, force=force) if again else ""
             payload = self._intent_base(fn, reason)
             payload.update(digest=digest, until=until)
             intent = self.store.begin_intent("park", comp, payload)
@@ -189,13 +193,17 @@ class ParkVerbs(SwapVerbs):
                     ident = self.pod_identity(pst.data)
             else:  # these exact bytes passed this exact validator before
                 ident = self.pod_identity(pst.data)
-            if ident:
-                try:
-                    self._check_no_duplicate(fn, *ident)
-                except Conflict as exc:
-                    raise self._unpark_would_duplicate(comp, exc) from None
-                self._check_not_parked_elsewhere(comp, *ident, None)
-            self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest)
+            def check_others() -> None:  # the live files the pod would join
+                if ident:
+                    try:
+                        self._check_no_duplicate(fn, *ident)
+                    except Conflict as exc:
+                        raise self._unpark_would_duplicate(comp, exc) from None
+                    self._check_not_parked_elsewhere(comp, *ident, None)
+
+            check_others()
+            if self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest):
+                check_others()  # a pre-hook may have written a twin: judged again after the wait
             payload = self._intent_base(fn, reason)
             payload.update(digest=digest)
             intent = self.store.begin_intent("unpark", comp, payload)

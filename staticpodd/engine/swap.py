@@ -160,7 +160,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                     f"this version defines pod {manifest.namespace}/{manifest.name}, the current one "
                     f"{old_ident[0]}/{old_ident[1]}: the kubelet stops one and starts the other",
                     code="pod-renamed")]
-        if loc == "live" or unpark:
+        def check_others() -> None:  # the other files of the directory, as the kubelet will read them
             try:
                 self._check_no_duplicate(fn, manifest.namespace, manifest.name)
             except Conflict as exc:
@@ -169,6 +169,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 raise self._new_file_would_duplicate(comp, fn, manifest.namespace, manifest.name, exc) from None
             self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name,
                                              cur.data if cur is not None and loc == "live" else None)
+
+        if loc == "live" or unpark:
+            check_others()
         new_digest = digest_of(data)
         old_digest = digest_of(cur.data) if cur else None
         label_a = f"{comp} (current)" if cur else "/dev/null"
@@ -196,7 +199,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             msg = f"{comp}: would {action} {where}{fn}" + (" and unpark it" if loc == "parked" and unpark else "")
             return Result(action, comp, fn, True, msg, location=loc, previous_digest=old_digest, digest=new_digest,
                           diff=diff, warnings=warnings, check=True, diff_pair=pair)
-        self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest)
+        if self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest) and (
+                loc == "live" or unpark):
+            check_others()  # a pre-hook may have written a twin: judged again after the wait
         if cur is not None:
             mode, uid, gid = cur.mode, cur.uid, cur.gid
             if restoring is not None and restoring.mode is not None:

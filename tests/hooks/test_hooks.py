@@ -379,3 +379,61 @@ def test_a_pre_hook_does_not_outlive_a_sigkilled_staticpodctl(layout, make_hook,
     for pid in (int(p) for p in pids.read_text().split()):
         assert gone(pid), f"process {pid} of the pre-hook outlived staticpodctl"
     assert (layout.manifest_dir / "web.yaml").exists()  # the park never happened
+
+
+def _ctl_in(layout):
+    import subprocess
+    import sys
+
+    from spd_testlib import REPO
+
+    def ctl(*args):
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        return subprocess.run([sys.executable, "-m", "staticpodd.cli", *args, "--root", str(layout.root)],
+                              env=env, capture_output=True, text=True, timeout=60)
+
+    return ctl
+
+
+def test_a_twin_a_pre_apply_hook_writes_is_refused_and_nothing_changes(layout, make_hook, corpus, tmp_path):
+    """A pre-hook is a wait: what was judged before it (no other file defines the pod) is judged
+    again after it, so a hook that copies the manifest to a .bak (a second file for the pod, which
+    the kubelet would run instead) stops the apply before the rename."""
+    live = layout.manifest_dir / "kube-scheduler.yaml"
+    live.write_bytes((corpus / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes())
+    os.chmod(live, 0o600)
+    make_hook("pre", "apply", "10-backup", 'cp "$STATICPODD_MANIFEST_DIR/kube-scheduler.yaml" '
+                                           '"$STATICPODD_MANIFEST_DIR/kube-scheduler.yaml.bak"')
+    new = tmp_path / "new.yaml"
+    new.write_bytes(live.read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    before = live.read_bytes()
+    r = _ctl_in(layout)("apply", str(new), "--as", "kube-scheduler")
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "kube-scheduler.yaml.bak" in r.stderr
+    assert live.read_bytes() == before
+
+
+def test_a_twin_a_pre_park_hook_writes_is_refused_and_nothing_is_parked(layout, make_hook, corpus):
+    live = layout.manifest_dir / "kube-scheduler.yaml"
+    live.write_bytes((corpus / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes())
+    os.chmod(live, 0o600)
+    make_hook("pre", "park", "10-copy", 'cp "$STATICPODD_MANIFEST_DIR/kube-scheduler.yaml" '
+                                        '"$STATICPODD_MANIFEST_DIR/kube-scheduler-copy.yaml"')
+    r = _ctl_in(layout)("park", "kube-scheduler")
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "kube-scheduler-copy.yaml" in r.stderr
+    assert live.exists() and not (layout.manifest_dir / ".staticpodd/parked/kube-scheduler.yaml").exists()
+
+
+def test_a_twin_a_pre_unpark_hook_writes_is_refused_and_the_park_stands(layout, make_hook, corpus):
+    live = layout.manifest_dir / "kube-scheduler.yaml"
+    live.write_bytes((corpus / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml").read_bytes())
+    os.chmod(live, 0o600)
+    ctl = _ctl_in(layout)
+    assert ctl("park", "kube-scheduler").returncode == 0
+    make_hook("pre", "unpark", "10-copy", 'cp "$STATICPODD_MANIFEST_DIR/.staticpodd/parked/kube-scheduler.yaml" '
+                                          '"$STATICPODD_MANIFEST_DIR/ks-copy.yaml"')
+    r = ctl("unpark", "kube-scheduler")
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "ks-copy.yaml" in r.stderr
+    assert not live.exists() and (layout.manifest_dir / ".staticpodd/parked/kube-scheduler.yaml").exists()
