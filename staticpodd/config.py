@@ -280,6 +280,23 @@ def _resolve_path(layout_or_path: Layout | str | os.PathLike[str] | None, path: 
     return Layout.build("/").config_path, False
 
 
+def _non_finite(value: Any, path: list[Any]) -> tuple[list[Any], float] | None:
+    """``(key path, value)`` of the first float in ``value`` that is NaN or infinite (YAML's
+    ``.nan``, ``.inf``), or None. JSON Schema's ``minimum``/``maximum`` never refuse a NaN (every
+    comparison with it is false), so a ``rescan_interval: .nan`` would pass and spin the daemon."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return path, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if (found := _non_finite(v, [*path, k])) is not None:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            if (found := _non_finite(v, [*path, i])) is not None:
+                return found
+    return None
+
+
 def _node_at(root_node: Any, key_path: list[Any]) -> Any:
     """The YAML node at ``key_path`` inside a composed document, or the deepest one found."""
     import yaml
@@ -404,6 +421,19 @@ def load_config(
         validator_cls = jsonschema.validators.validator_for(load_schema())
         validator = validator_cls(load_schema())
         errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    bad_number = _non_finite(data, [])
+    if bad_number is not None and not errors:  # .nan passes every minimum and maximum
+        target = _node_at(node, bad_number[0])
+        mark = getattr(target, "start_mark", None)
+        where = ".".join(map(str, bad_number[0]))
+        raise ConfigError(
+            f"{where}: {bad_number[1]!r} is not a number of seconds or bytes (not finite)",
+            path=str(file),
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+            field=where,
+            hint="write a finite number, or remove the key for its default",
+        )
     if errors:
         first = errors[0]
         message, key_path, extra_key = _describe(first)

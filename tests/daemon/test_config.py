@@ -203,3 +203,28 @@ def test_a_config_that_sets_nothing_loads_without_the_schema_library(tmp_path):
     bad.write_text("rescan_interval: -1\n")
     with pytest.raises(ConfigError, match="rescan_interval"):
         load_config(bad)
+
+
+@pytest.mark.parametrize("text, line, field", [
+    ("debounce: 0.5\nrescan_interval: .nan\n", 2, "rescan_interval"),
+    ("retention:\n  keep_versions: 3\n  keep_for: .inf\n", 3, "retention.keep_for"),
+    ("wait:\n  settle: .nan\n", 2, "wait.settle"),
+])
+def test_a_number_that_is_not_finite_is_refused_naming_the_key_and_line(tmp_path, text, line, field):
+    # .nan passes every minimum and maximum of the schema (each comparison with NaN is false): a
+    # rescan_interval of .nan had the daemon spin at 80 % CPU (a newcomer's finding)
+    p = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert (e.value.line, e.value.field) == (line, field)
+    assert "not finite" in e.value.message
+
+
+def test_retention_keep_for_0_is_refused_as_the_cli_refuses_it(tmp_path):
+    # keep_for: 0 kept nothing for its age: the daemon's first prune deleted every version but the
+    # protected ones (a newcomer's finding; "0 = forever" is what many tools mean by it)
+    p = write(tmp_path, "retention:\n  keep_for: 0\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert (e.value.line, e.value.field) == (2, "retention.keep_for")
+    assert load_config(write(tmp_path, "retention:\n  keep_for: 60\n")).retention.keep_for == 60
