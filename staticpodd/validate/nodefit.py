@@ -239,7 +239,10 @@ def directory_fit(pods: dict[tuple[str, str], list[PodFacts]], options: Options)
     Codes ``out-of-cpu`` / ``out-of-memory`` (fails-admission) at the first file whose pod no longer
     fits the node's allocatable after the pods before it (static pods are critical: never
     preempted); pods that alone exceed the node are already reported per file. Only the file the
-    kubelet runs for each namespace/name (the lexically last) counts. ``pods``: (namespace, name)
+    kubelet runs for each namespace/name (the lexically last) counts, only the resources a pod
+    requests are checked for it, and a pod that fails admission adds nothing to what the pods after
+    it find used (pkg/scheduler/framework/plugins/noderesources/fit.go ``fitsRequest``: a resource is
+    checked only when the pod requests some of it; the kubelet counts admitted pods only). ``pods``: (namespace, name)
     -> the :class:`~staticpodd.validate.podfacts.PodFacts` of each file defining it, in file order.
     """
     cpu_cap, mem_cap = node_allocatable(options)
@@ -248,12 +251,17 @@ def directory_fit(pods: dict[tuple[str, str], list[PodFacts]], options: Options)
     out: list[Finding] = []
     for facts in winners:
         req = facts.requests
+        admitted = True
         for i, (resource, cap, code) in enumerate(
             (("cpu", cpu_cap, "out-of-cpu"), ("memory", mem_cap, "out-of-memory"))
         ):
-            if cap is None or req[i] > cap:
+            if cap is None or req[i] == 0:
+                continue  # the admission check looks only at what the pod requests (fitsRequest)
+            if req[i] > cap:
+                admitted = False  # too big alone: reported on its own file (rule_node_fit)
                 continue
             if used[i] + req[i] > cap:
+                admitted = False
                 out.append(
                     make(
                         code,
@@ -266,5 +274,6 @@ def directory_fit(pods: dict[tuple[str, str], list[PodFacts]], options: Options)
                         "lower requests across the directory",
                     )
                 )
-        used = [used[0] + req[0], used[1] + req[1]]
+        if admitted:  # a pod that fails admission never runs: it takes nothing from the pods after it
+            used = [used[0] + req[0], used[1] + req[1]]
     return out

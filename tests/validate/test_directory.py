@@ -268,3 +268,23 @@ def test_a_memo_of_the_last_pass_gives_the_same_findings_and_validates_only_what
     # other options: every file is judged anew
     validate_directory(mdir, NODE.replace(max_bytes=1000), memo)
     assert memo.validated == 6
+
+
+def test_a_pod_too_big_for_the_node_is_the_only_one_that_fails_admission(mdir):
+    # A newcomer's node: kubeadm's control plane and a cache requesting more memory than the node
+    # has. Only the cache fails admission; it never runs, so it uses nothing the others need.
+    write(mdir, "a-cache.yaml", pod({"containers": [container(resources={"requests": {"memory": "20Gi"}})]},
+                                   name="cache"))
+    write(mdir, "b.yaml", pod({"containers": [container(resources={"requests": {"memory": "1Gi"}})]}, name="b"))
+    write(mdir, "c.yaml", pod({"containers": [container(resources={"requests": {"cpu": "100m"}})]}, name="c"))
+    found = validate_directory(mdir, NODE)
+    assert [(Path(f.path).name, f.code) for f in found] == [("a-cache.yaml", "out-of-memory")]
+
+
+def test_a_pod_that_fails_admission_together_takes_nothing_from_the_pods_after_it(mdir):
+    big = {"containers": [container(resources={"requests": {"memory": "5Gi"}})]}
+    write(mdir, "a.yaml", pod(big, name="a"))
+    write(mdir, "b.yaml", pod(big, name="b"))  # a + b > 8Gi - 100Mi: b fails admission
+    write(mdir, "c.yaml", pod({"containers": [container(resources={"requests": {"memory": "1Gi"}})]}, name="c"))
+    found = validate_directory(mdir, NODE)
+    assert [(Path(f.path).name, f.code) for f in found] == [("b.yaml", "out-of-memory")]
