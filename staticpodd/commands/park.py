@@ -41,7 +41,7 @@ def parse_until(args: argparse.Namespace) -> float | None:
         try:
             dt = datetime.fromisoformat(text)
         except ValueError:
-            raise UsageError(f"cannot read time {args.until!r}", hint="use ISO 8601, e.g. 2026-11-30T06:00Z") from None
+            raise UsageError(f"cannot read time {args.until!r}", hint="use ISO 8601, e.g. 2030-01-31T06:00Z") from None
         if dt.tzinfo is None:  # the documented contract (README, the Ansible module): no zone is UTC
             dt = dt.replace(tzinfo=timezone.utc)
             args.until_naive = True

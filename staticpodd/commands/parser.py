@@ -194,7 +194,7 @@ def _park(p: argparse.ArgumentParser, wait: bool) -> None:
     when.add_argument("--for", dest="for_", metavar="DURATION",
                       help="restore it automatically after DURATION (90s, 30m, 2h, 1h30m; a plain number is seconds; "
                       "the daemon does the restore)")
-    when.add_argument("--until", metavar="TIME", help="restore it at TIME (ISO 8601, e.g. 2026-11-30T06:00Z)")
+    when.add_argument("--until", metavar="TIME", help="restore it at TIME (ISO 8601, e.g. 2030-01-31T06:00Z)")
     p.add_argument("--reason", help="why (recorded and logged)")
     if wait:
         _wait_args(p, "park")

@@ -58,7 +58,7 @@ options:
     aliases: [for_]
   until:
     description:
-      - Park until this time (ISO 8601, e.g. C(2026-11-30T06:00Z); no zone means UTC), then the daemon unparks it.
+      - Park until this time (ISO 8601, e.g. C(2030-01-31T06:00Z); no zone means UTC), then the daemon unparks it.
     type: str
   reason:
     description: Why; recorded with the park and logged. Default C(ansible).
@@ -172,7 +172,7 @@ def deadline_problem(park, want_for, want_until):
     elif want_until:
         wanted = parse_iso(want_until)
         if wanted is None:
-            return "cannot read until=%s (ISO 8601, e.g. 2026-11-30T06:00Z)" % want_until
+            return "cannot read until=%s (ISO 8601, e.g. 2030-01-31T06:00Z)" % want_until
         if until is None or abs(wanted - until) >= 1.0:
             return "it is parked with %s, not until %s" % (have, want_until)
     return None
