@@ -121,8 +121,8 @@ def _short(digest: Any) -> str | None:
     return str(digest)[:12] if digest else None
 
 
-def _finding_summary(findings: Iterable[Any], limit: int = 3) -> str:
-    """``code: message`` of the first error findings, for a one-line journal MESSAGE."""
+def finding_summary(findings: Iterable[Any], limit: int = 3) -> str:
+    """``code:line`` of the first error findings (``name-missing:3, +2 more``), for a one-line journal MESSAGE."""
     out = []
     for f in findings:
         if _get(f, "severity") == "error":
@@ -259,7 +259,7 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
             plan.reports.append(Report(event, prio, text, fields))
         if valid is not False or location != "live":
             continue
-        summary = _finding_summary(findings)
+        summary = finding_summary(findings)
         policy = getattr(config, "on_invalid", "alert")
         leftover = stray_by_name(str(file_name or ""))
         if policy != "restore":

@@ -22,6 +22,7 @@ from ..reconcile import (
     Action,
     Plan,
     Report,
+    finding_summary,
     invalid_sentence,
     is_directory_finding,
     kubelet_drops,
@@ -137,7 +138,8 @@ class PlanMixin(QuietMixin):
             new = name not in self.invalid_live
             ours_only = over_our_limit_only(fs, sizes.get(name))
             refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
-            text, prio = invalid_sentence(name, codes, ours_only=ours_only, limit=limit, refused=refused,
+            # the same words as when the file changed (plan_changes): codes with their lines
+            text, prio = invalid_sentence(name, finding_summary(fs), ours_only=ours_only, limit=limit, refused=refused,
                                           relist=self._relist())
             if new:
                 self.invalid_live[name] = {
