@@ -48,7 +48,10 @@ def parse_quantity(value: Any) -> Fraction | None:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return None
-        return Fraction(value)
+        # the number as written, not its binary float: sigs.k8s.io/yaml hands the JSON text "0.1"
+        # to resource.Quantity, which parses it exactly (100m), where Fraction(0.1) is 0.1000…0555
+        # and its ceiling in millicores 101m; repr() is Python's shortest text for the same float
+        return Fraction(repr(value))
     if not isinstance(value, str):
         return None
     m = _QUANTITY.match(value.strip() if value.strip() == value else "\0")

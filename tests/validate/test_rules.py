@@ -493,3 +493,12 @@ def test_name_missing_names_metadata_name_and_a_line_even_without_metadata():
     assert (f.field, f.line) == ("metadata.name", 2)  # no metadata at all: the line of kind
     [f] = [f for f in run(b"apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: b}\n") if f.code == "name-missing"]
     assert f.field == "metadata.name" and f.line == 3  # the metadata mapping it belongs in
+
+
+@pytest.mark.parametrize("number, millis", [(0.1, 100), (0.3, 300), (1.5, 1500), (2.675, 2675)])
+def test_a_cpu_request_written_as_a_yaml_number_is_read_as_written(number, millis):
+    # sigs.k8s.io/yaml passes the JSON text ("0.1") to resource.Quantity, which parses it exactly;
+    # the binary float 0.1 is a hair above it, and its ceiling in millicores was 101m (a newcomer's finding)
+    from staticpodd.validate.quantity import cpu_millis, parse_quantity
+
+    assert cpu_millis(parse_quantity(number)) == millis
