@@ -42,7 +42,7 @@ import os
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -347,6 +347,20 @@ class VersionStore:
             f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? ORDER BY seq DESC LIMIT 1", (component,)
         ).fetchone()
         return Version(*row) if row else None
+
+    def head_file_names(self, components: Iterable[str]) -> dict[str, str]:
+        """``component -> file name of its newest version`` for those of ``components`` that have
+        a version: one query (per 500 names), however many are asked."""
+        names = sorted(set(components))
+        out: dict[str, str] = {}
+        for i in range(0, len(names), 500):  # below SQLite's limit of host parameters
+            chunk = names[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            # SQLite takes a bare column of an aggregate query from the row holding the MAX
+            out.update((c, fn) for c, fn, _ in self._db.execute(
+                f"SELECT component, file_name, MAX(seq) FROM versions WHERE component IN ({marks}) GROUP BY component",
+                chunk))
+        return out
 
     def get(self, component: str, seq: int) -> Version:
         """Version ``seq`` of ``component``. Raises UnknownVersion."""

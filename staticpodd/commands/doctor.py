@@ -137,13 +137,20 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     for name in st.get("untrackable", []):
         problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
                 "cannot track its versions (rename it)", path=name)
+    for taken in st.get("names_taken", []):
+        where = "the kubelet reads it but" if taken["location"] == "live" else "a file in the parked directory:"
+        base = eng.layout.manifest_dir if taken["location"] == "live" else eng.layout.parked_dir
+        problem("name-taken", f"{taken['file_name']}: {taken['reason']}; {where} staticpodd does not track its "
+                f"versions ({taken['hint']})", path=str(base / taken["file_name"]), severity="warning")
     for link in st.get("links_not_recorded", []):
         problem("symlink-not-recorded", f"{link['file_name']}: a symlink to a file that is not a pod manifest "
                 f"({link['reason']}); the kubelet skips it; its bytes are not recorded (remove the link)",
                 path=str(eng.layout.manifest_dir / link["file_name"]))
+    taken_live = {t["file_name"] for t in st.get("names_taken", []) if t["location"] == "live"}
     for comp, other in eng.parks_bypassed():
+        fix = f"move {other} out of the directory too" if other in taken_live else f"park or move {other} too"
         problem("park-bypassed", f"{comp} is parked, but {other} defines the same pod: the kubelet runs it anyway "
-                f"(park or move {other} too)", component=comp, path=str(eng.layout.manifest_dir / other))
+                f"({fix})", component=comp, path=str(eng.layout.manifest_dir / other))
     if st["interrupted"]:
         problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
     for exc in config_problems:
@@ -169,7 +176,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     # one per problem of doctor's own; then every problem the running daemon reports that is not
     # among them yet (a failed write, a lock timeout ...), listed here once each.
     seen = _finding_problem_keys(findings)
-    seen.update({(p["code"], _base(p.get("path"))): "error" for p in problems})
+    seen.update({(p["code"], _base(p.get("path"))): "warning" if p.get("severity") == "warning" else "error"
+                 for p in problems})
     for p in daemon.get("problems") or []:
         key = (p.get("code"), _base(p.get("path")))
         if key in seen:

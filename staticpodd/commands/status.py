@@ -28,6 +28,10 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
     for name in st.get("untrackable", []):
         out.warn(f"{PROG}: warning: {name}: the file name is not valid UTF-8; the kubelet reads it but "
                  "staticpodd cannot track it (rename it, e.g. with: mv -- <name> <utf-8-name>)")
+    for taken in st.get("names_taken", []):
+        where = "the kubelet reads it but" if taken["location"] == "live" else "a file in the parked directory:"
+        out.warn(f"{PROG}: warning: {taken['file_name']}: {taken['reason']}; {where} staticpodd does not track it "
+                 f"({taken['hint']})")
     for link in st.get("links_not_recorded", []):
         out.warn(f"{PROG}: warning: {link['file_name']}: a symlink to a file that is not a pod manifest "
                  f"({link['reason']}); the kubelet skips it and staticpodd does not record its bytes (remove it)")

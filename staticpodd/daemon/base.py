@@ -70,6 +70,7 @@ class DaemonBase:
         self.dir_problems: list[Any] = []
         self.invalid_live: dict[str, dict[str, Any]] = {}  # file_name -> problem
         self.broken_parks: dict[str, dict[str, Any]] = {}
+        self.names_taken: dict[str, dict[str, Any]] = {}  # live file named like another's component -> problem
         self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
         self.failed_unparks: dict[tuple[str, float], str] = {}
         self._retry_names: set[str] = set()

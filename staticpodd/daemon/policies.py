@@ -41,9 +41,10 @@ _DECLARES_POD = re.compile(rb"^kind:[ \t]*[\"']?Pod[\"']?[ \t]*(?:#.*)?$" rb'|"k
 
 
 def _policy_note(*, restore: bool, restore_policy: bool, refused: bool, component: str | None, parked: bool,
-                 ours_only: int | None) -> str:
+                 ours_only: int | None, owner: str | None = None) -> str:
     """The end of an INVALID_LIVE message about a file that is invalid now: what ``on_invalid``
-    does with it, or why it is not restored (see :meth:`PlanMixin._plan_invalid_files`)."""
+    does with it, or why it is not restored (see :meth:`PlanMixin._plan_invalid_files`).
+    ``owner``: the file whose component this file's name is (it is then no component)."""
     if restore:
         return restore_note(ours_only)
     if not restore_policy:
@@ -53,6 +54,8 @@ def _policy_note(*, restore: bool, restore_policy: bool, refused: bool, componen
             "; not restored: the kubelet runs this file (on_invalid=restore acts only on files the "
             "kubelet refuses)"
         )
+    if owner is not None:
+        return f"; not restored: its name is the component of {owner}, and staticpodd does not track it"
     if component is None:
         return "; a stray is never restored (on_stray decides)"
     if parked:
@@ -134,7 +137,10 @@ class PlanMixin(QuietMixin):
         for name, fs in bad.items():
             codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
             stray = stray_by_name(name)
-            component = None if stray else component_of(name)
+            # a file named like another file's component (kube-scheduler beside kube-scheduler.yaml)
+            # is none: never "restored" with that component's bytes (the scan just listed it)
+            owner = None if stray else self.engine.names_taken.get(("live", name))
+            component = None if stray or owner else component_of(name)
             new = name not in self.invalid_live
             ours_only = over_our_limit_only(fs, sizes.get(name))
             refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
@@ -162,7 +168,7 @@ class PlanMixin(QuietMixin):
             if not (new or restore):
                 continue
             policy_note = _policy_note(restore=restore, restore_policy=restore_policy, refused=refused,
-                                       component=component, parked=parked, ours_only=ours_only)
+                                       component=component, parked=parked, ours_only=ours_only, owner=owner)
             out.reports.append(
                 Report(
                     Event.INVALID_LIVE,
@@ -218,7 +224,8 @@ class PlanMixin(QuietMixin):
         Pod manifest". For the daemon, a true stray is a name that is stray by itself
         (``x.yaml.bak``, ``x~``, ``4913``, ``notes.txt``:
         ``staticpodd.validate.directory.stray_reason``), or a name without a manifest suffix
-        (``README``) that is no known component. A manifest-named file that fails to decode
+        (``README``) that is no known component, or that is another file's (``kube-scheduler``
+        beside ``kube-scheduler.yaml``: ``Engine.name_owner``). A manifest-named file that fails to decode
         (an empty or truncated ``etcd.yaml``, ``kind: Pod`` alone, a Deployment) is an invalid
         manifest: reported as INVALID_LIVE and restored under ``on_invalid: restore``, never
         quarantined by ``on_stray``. A file restored in this very pass is never a stray.
@@ -239,8 +246,9 @@ class PlanMixin(QuietMixin):
 
     def _is_component_file(self, name: str) -> bool:
         """True when live file ``name`` (no manifest suffix) is a component's manifest: its bytes
-        declare ``kind: Pod``, or the component is parked, was changed by a staticpodd verb, or
-        has a recorded version that passes validation (see :meth:`_true_findings`)."""
+        declare ``kind: Pod``, or, unless its name is another file's component, the component is
+        parked, was changed by a staticpodd verb, or has a recorded version that passes
+        validation (see :meth:`_true_findings`)."""
         try:
             with open(self.layout.live_path(name), "rb") as fh:
                 head = fh.read(1 << 20)
@@ -248,6 +256,8 @@ class PlanMixin(QuietMixin):
             head = b""
         if _DECLARES_POD.search(head):
             return True
+        if ("live", name) in self.engine.names_taken:
+            return False  # its name is another file's component (that one may be parked): it is none
         component = component_of(name)
         store = self.engine.store
         if store.park_of(component) is not None:

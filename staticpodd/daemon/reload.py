@@ -61,6 +61,7 @@ class ReloadMixin(StatusMixin, WatchMixin):
                 self.finding_keys = set()
                 self.invalid_live.clear()
                 self.broken_parks.clear()
+                self.names_taken.clear()
             else:
                 self.layout = layout
             if hasattr(self.engine, "close"):

@@ -26,11 +26,13 @@ class StatusMixin(DaemonBase):
 
     def problems(self) -> ProblemList:
         """Every current problem, as dicts (``code, severity, path, component, message``): runtime,
-        invalid live files, broken parks, then the directory findings that are errors or
-        warnings (made into dicts by :func:`_problem_of` only when read)."""
+        invalid live files, broken parks, live files named like another file's component (not
+        tracked), then the directory findings that are errors or warnings (made into dicts by
+        :func:`_problem_of` only when read)."""
         head = list(self.runtime_problems.values())
         head += list(self.invalid_live.values())
         head += list(self.broken_parks.values())
+        head += list(self.names_taken.values())
         return ProblemList(head, self.dir_problems, _problem_of)
 
     def _status_line(self) -> str:
@@ -164,6 +166,19 @@ class StatusMixin(DaemonBase):
             }
             for c in comps
             if c.get("park_broken")
+        }
+        # a warning: what such a file does to a pod (refused, a twin) is the findings' to say
+        self.names_taken = {
+            t["file_name"]: {
+                "code": "name-taken",
+                "severity": "warning",
+                "component": None,
+                "path": str(self.layout.live_path(t["file_name"])),
+                "message": f"{t['file_name']}: {t['reason']}; the kubelet reads it but staticpodd does not track it "
+                           f"({t['hint']})",
+            }
+            for t in data.get("names_taken") or []
+            if t.get("location") == "live"
         }
         parks = self.engine.store.parks()
         self.parks = [p.to_dict() if hasattr(p, "to_dict") else dict(p) for p in parks]

@@ -66,6 +66,12 @@ class EngineCore:
         #: live symlinks whose target the kubelet refuses as a pod: never recorded (file -> why)
         self.links_not_recorded: dict[str, str] = {}
         self._untrackable_logged: set[str] = set()
+        #: Files without a manifest suffix whose name is a component another file owns
+        #: (``kube-scheduler`` beside ``kube-scheduler.yaml``), as ``(location, name) -> owner's file
+        #: name``: the kubelet reads a live one, we do not track it (see :meth:`name_owner`). A state,
+        #: not a fact about the name: refreshed by every listing (:meth:`live_names`, :meth:`parked_names`).
+        self.names_taken: dict[tuple[str, str], str] = {}
+        self._taken_logged: set[tuple[str, str, str]] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
         self._listing: list[str] | None = None  # the directory's names during one scan
@@ -194,12 +200,75 @@ class EngineCore:
 
     def live_names(self) -> list[str]:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
-        kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist."""
-        return self._listed(self.layout.manifest_dir, files_only=True)
+        kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist; without the
+        names another file's component takes (:attr:`names_taken`), which are no component."""
+        return self._untaken("live", self._listed(self.layout.manifest_dir, files_only=True))
 
     def parked_names(self) -> list[str]:
-        """File names of the parked copies."""
-        return self._listed(self.layout.parked_dir, files_only=True)
+        """File names of the parked copies (without the names taken, as :meth:`live_names`)."""
+        return self._untaken("parked", self._listed(self.layout.parked_dir, files_only=True))
+
+    def _untaken(self, location: str, names: list[str]) -> list[str]:
+        """``names`` (one listing of ``location``) without the suffix-less names that are another
+        file's component (:meth:`name_owner`); records them in :attr:`names_taken`. Costs nothing
+        more when no name lacks a manifest suffix; else one store query and a few stats."""
+        for key in [k for k in self.names_taken if k[0] == location]:
+            del self.names_taken[key]
+        bare = [n for n in names if component_of(n) == n]
+        if not bare:
+            return names
+        here = set(names)
+        other = "parked" if location == "live" else "live"
+        owners = self._owners(bare, lambda fn: fn in here or self._is_file_at(other, fn))
+        if not owners:
+            return names
+        for n, owner in owners.items():
+            self.names_taken[(location, n)] = owner
+        return [n for n in names if n not in owners]
+
+    def name_owner(self, name: str) -> str | None:
+        """The file whose component ``name`` is, when ``name`` is a file without a manifest suffix
+        that therefore cannot be its own component; None otherwise.
+
+        A suffix-less file's component would be its whole name, which is the stem of its siblings
+        (``kube-scheduler`` and ``kube-scheduler.yaml``), and unlike ``web.yml`` beside ``web.yaml``
+        it has no other name to go by. So it is no component when that component is recorded
+        with another file name (even a file gone since: the name stays that file's, as a stem stays
+        the first file's), or, nothing recorded, when a live or parked sibling with a suffix would
+        take the stem (:meth:`component_for`), whatever the lexical order. Such a file is not
+        tracked; the kubelet still reads it (the duplicate-pod checks do too). A few stats and one
+        store query; lists no directory."""
+        if component_of(name) != name:
+            return None
+        return self._owners([name], lambda fn: self._is_file_at("live", fn) or self._is_file_at("parked", fn)).get(name)
+
+    def _owners(self, bare: list[str], present: Callable[[str], bool]) -> dict[str, str]:
+        """``name -> owner's file name`` for the suffix-less ``bare`` names that are another file's
+        component (see :meth:`name_owner`); ``present(file_name)``: whether that file is live or
+        parked. One store query for all of them."""
+        siblings = {n: sorted(fn for fn in (n + s for s in MANIFEST_SUFFIXES) if present(fn)) for n in bare}
+        heads: dict[str, str] = {}
+        if self.layout.db_path.exists():
+            heads = self.store.head_file_names([*bare, *(fn for fns in siblings.values() for fn in fns)])
+        out = {}
+        for n in bare:
+            recorded = heads.get(n)
+            if recorded is not None:
+                if recorded != n:
+                    out[n] = recorded
+            elif siblings[n] and siblings[n][0] not in heads:
+                # the sibling component_for gives the stem: the first one, unless it is recorded
+                # under its own file name (then no sibling takes the stem)
+                out[n] = siblings[n][0]
+        return out
+
+    def taken_reason(self, name: str, owner: str) -> tuple[str, str]:
+        """``(reason, fix)`` for a file ``name`` that is not tracked because its name is the
+        component of ``owner`` (:meth:`name_owner`), for status, doctor and the journal."""
+        state = ("" if self._is_file_at("live", owner) else " (parked)" if self._is_file_at("parked", owner)
+                 else " (removed; staticpodctl rollback " + _q(name) + " puts it back)")
+        return (f"its name is the component {name} of {owner}{state}",
+                f"rename it, e.g. to {name}.notes, or move it out of the directory")
 
     def _is_file_at(self, location: str, file_name: str) -> bool:
         """Whether ``file_name`` (a non-dot UTF-8 name) is among :meth:`live_names` (``live``) or
@@ -212,11 +281,13 @@ class EngineCore:
         then the later file is its own component under its full name, with its own history.
 
         The first file to be recorded under a stem keeps it; with nothing recorded yet, the
-        lexically first of the sibling files does.
+        lexically first of the sibling files with a manifest suffix does. A file without one is
+        its own component, named by its whole name, unless that name is another file's component:
+        then it is none (:meth:`name_owner`; the listings leave it out, :meth:`resolve` skips it).
         """
         stem = component_of(file_name)
         if stem == file_name:
-            return stem
+            return stem  # unless another file owns that name: then no component (name_owner)
         if self.layout.db_path.exists():
             if self.store.head(file_name) is not None:
                 return file_name
@@ -225,12 +296,15 @@ class EngineCore:
                 return stem if head.file_name == file_name else file_name
         pool = getattr(self, "_listing", None)
         if pool is None:
-            siblings = sorted({n for n in self.live_names() + self.parked_names() if component_of(n) == stem})
+            siblings = sorted({n for n in self.live_names() + self.parked_names()
+                               if component_of(n) == stem and n != stem})
         else:  # during a scan: one stem index for the whole listing (linear, not per file)
             if self._by_stem is None or self._by_stem[0] is not pool:
                 index: dict[str, set[str]] = {}
                 for n in pool:
-                    index.setdefault(component_of(n), set()).add(n)
+                    c = component_of(n)
+                    if c != n:  # a suffix-less file never takes the stem from a sibling (name_owner)
+                        index.setdefault(c, set()).add(n)
                 self._by_stem = (pool, index)
             siblings = sorted(self._by_stem[1].get(stem, ()))
         return stem if not siblings or siblings[0] == file_name else file_name
@@ -238,10 +312,13 @@ class EngineCore:
     def resolve(self, name: str, *, allow_recorded: bool = True) -> Target:
         """Find a component by name (``kube-scheduler``) or file name (``kube-scheduler.yaml``).
 
-        Looks at live files, then parked copies, then the store. Raises UnknownComponent, or
-        Conflict when a stem matches several live files (``x.yaml`` and ``x.json``).
+        Looks at live files, then parked copies, then the store. A file whose name is another
+        file's component (:meth:`name_owner`) is skipped: ``kube-scheduler`` means the component
+        of ``kube-scheduler.yaml``; given by its path it is refused (Conflict). Raises
+        UnknownComponent, or Conflict when a stem matches several live files (``x.yaml`` and ``x.json``).
         """
-        if "/" in name:
+        by_path = "/" in name
+        if by_path:
             p = Path(os.path.abspath(name))
             if p.parent in (self.layout.manifest_dir, self.layout.parked_dir):
                 name = p.name
@@ -262,6 +339,13 @@ class EngineCore:
         # is n or its stem): a few stats, not a listing of the directory (park's cost must not grow
         # with the node)
         in_live, in_parked = self._is_file_at("live", name), self._is_file_at("parked", name)
+        if (in_live or in_parked) and (owner := self.name_owner(name)) is not None:
+            if by_path:  # that very file is meant, and it is no component
+                reason, fix = self.taken_reason(name, owner)
+                raise Conflict(f"{name}: {reason}; staticpodd does not track this file",
+                               path=str(self._path("live" if in_live else "parked", name)),
+                               hint=f"{fix}; to mean the component, name it without a path: {_q(name)}")
+            in_live = in_parked = False  # a file named like another file's component: that component is meant
         if in_live or in_parked:
             return Target(self.component_for(name), name, in_live, in_parked)
         where = {fn: (self._is_file_at("live", fn), self._is_file_at("parked", fn))

@@ -165,7 +165,9 @@ class GateCore(EngineCore):
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for other in self.live_names():
+            # every file the kubelet reads: a file named like another file's component too (no
+            # component, untracked, but the kubelet runs it: a twin all the same)
+            for other in self._listed(self.layout.manifest_dir, files_only=True):
                 if other == besides:
                     continue
                 row = cached.get(other)
@@ -194,18 +196,27 @@ class GateCore(EngineCore):
         """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""
         return any(printable_name(Path(u).name) == shown for u in self.untrackable)
 
+    def _why_not_parkable(self, shown: str) -> str | None:
+        """Why staticpodctl cannot park the live file ``shown`` (as :meth:`files_defining` lists
+        it): its name is not UTF-8, or it is another file's component (:meth:`name_owner`); None
+        when it can."""
+        if self._is_untrackable_display(shown):
+            return "its name is not UTF-8"
+        owner = self.name_owner(shown)
+        return None if owner is None else f"its name is the component {shown} of {owner}"
+
     def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
         """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
         others = self.files_defining((namespace, name), besides=file_name)
         if others:
             winner = sorted(others + [file_name])[-1]
+            why = self._why_not_parkable(others[0])
             raise Conflict(
                 f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
                 f"the kubelet runs only the lexically last file ({winner})",
                 path=str(self.layout.manifest_dir / others[0]),
-                hint=(f"move {others[0]} out of the directory (its name is not UTF-8, so staticpodctl cannot "
-                      "park it)" if self._is_untrackable_display(others[0]) else
+                hint=(f"move {others[0]} out of the directory ({why}, so staticpodctl cannot park it)" if why else
                       f"park the other file first: staticpodctl park {_q(others[0])}"
                       + ("" if component_of(others[0]) == others[0] else " --force")),
             )

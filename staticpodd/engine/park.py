@@ -303,9 +303,9 @@ class ParkVerbs(SwapVerbs):
         the pod keeps running. Returns the note for the result (see :meth:`park`)."""
         leftover = component_of(fn) == fn
         if not (leftover or force):
-            stray_twins = [t for t in twins if component_of(t) == t]
-            odd = [t for t in twins if self._is_untrackable_display(t)]
-            hint = (f"rename or move {odd[0]} out of the directory first (its name is not UTF-8, so "
+            odd = [(t, why) for t in twins if (why := self._why_not_parkable(t)) is not None]
+            stray_twins = [t for t in twins if component_of(t) == t and t not in dict(odd)]
+            hint = (f"rename or move {odd[0][0]} out of the directory first ({odd[0][1]}, so "
                     f"staticpodctl cannot park it), then park {comp}" if odd else
                     f"park the leftover first (staticpodctl park {_q(stray_twins[0])}), then park {comp}"
                     if stray_twins else

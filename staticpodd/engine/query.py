@@ -99,11 +99,21 @@ class QueryVerbs(EngineCore):
         _, data, loc = self.current_bytes(name)
         return digest_of(data), loc
 
+    def _names_taken_rows(self) -> list[dict[str, Any]]:
+        """:attr:`names_taken` as of the last listing, for ``status``: live ones first."""
+        rows = []
+        for (loc, fn), owner in sorted(self.names_taken.items(), key=lambda kv: (kv[0][0] != "live", kv[0][1])):
+            reason, fix = self.taken_reason(fn, owner)
+            rows.append({"file_name": fn, "location": loc, "component": fn, "owner": owner, "reason": reason,
+                         "hint": fix})
+        return rows
+
     def status(self) -> dict[str, Any]:
         """Every component with its state (``live``, ``parked``, ``missing`` = parked copy gone,
         ``removed`` = recorded but no longer in the directory), newest version, digest
-        of its current bytes, drift, park record, plus interrupted operations. Read-only: takes no
-        lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
+        of its current bytes, drift, park record, plus interrupted operations and the files that
+        are no component (``untrackable``, ``names_taken``, ``links_not_recorded``). Read-only: takes
+        no lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
         """
         self.check_manifest_dir()
         have_store = self.layout.db_path.exists()
@@ -175,6 +185,9 @@ class QueryVerbs(EngineCore):
             "components": [rows[k] for k in sorted(rows)],
             # files the kubelet reads but staticpodd cannot track (names not valid UTF-8)
             "untrackable": sorted(printable_name(n) for n in self.untrackable),
+            # files named like another file's component (kube-scheduler beside kube-scheduler.yaml):
+            # no component, not tracked; the kubelet reads a live one
+            "names_taken": self._names_taken_rows(),
             # live symlinks to files that are not pod manifests: the kubelet skips them; not recorded
             "links_not_recorded": [{"file_name": printable_name(n), "reason": why}
                                    for n, why in sorted(self.links_not_recorded.items())],

@@ -63,6 +63,7 @@ class ScanVerbs(GateCore):
             self._log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
                       "reads it but its versions cannot be recorded (rename it)", priority=WARNING,
                       file_name=printable_name(Path(odd).name), kind="name-not-utf8")
+        self._log_names_taken()
         wanted = None if names is None else set(names)
         keys: dict[str, tuple[str, str]] = {}
         # stat signatures of the files whose bytes were read and recorded (a full scan reads no
@@ -73,7 +74,8 @@ class ScanVerbs(GateCore):
             for fn in pool:
                 keys[f"{loc}/{fn}"] = (loc, fn)
         for key, seen in observed.items():
-            keys.setdefault(key, (seen.location, seen.file_name))
+            if (seen.location, seen.file_name) not in self.names_taken:  # no component: never read
+                keys.setdefault(key, (seen.location, seen.file_name))
         # A fresh store adopts what is there: recorded like any other change, logged at info.
         adopting = not observed and not store.components()
         changes: list[Change] = []
@@ -188,6 +190,18 @@ class ScanVerbs(GateCore):
         self._store_sigs(read_sigs)
         return changes
 
+    def _log_names_taken(self) -> None:
+        """Journal each file :attr:`names_taken` holds once while it stays so (DIRECTORY_PROBLEM,
+        kind ``name-taken``): its name is another file's component, so it is not tracked. Said
+        again if it comes back after the name was free (a collision is a state)."""
+        now = {(loc, fn, owner) for (loc, fn), owner in self.names_taken.items()}
+        for loc, fn, owner in sorted(now - self._taken_logged):
+            reason, fix = self.taken_reason(fn, owner)
+            where = "the kubelet reads it but" if loc == "live" else "a file in the parked directory:"
+            self._log(Event.DIRECTORY_PROBLEM, f"{fn}: {reason}; {where} staticpodd does not track it ({fix})",
+                      priority=WARNING, file_name=fn, location=loc, owner=owner, kind="name-taken")
+        self._taken_logged = now
+
     def _link_not_recorded(self, fn: str, st: fsops.FileState) -> bool:
         """True (and journaled once, DIRECTORY_PROBLEM kind ``symlink-not-recorded``) when live
         ``fn`` is a symlink whose bytes the kubelet refuses to decode as a pod: its target is not a
@@ -299,7 +313,8 @@ class ScanVerbs(GateCore):
 
     def quarantine(self, file_name: str, *, reason: str) -> Path:
         """Move a stray live file out of the kubelet's sight into ``.staticpodd/quarantine/``
-        (same mount: one rename), recorded first so its bytes are in history. Returns the new path.
+        (same mount: one rename), recorded first so its bytes are in history (not a file whose
+        name is another file's component: it is no component). Returns the new path.
         Raises UnknownComponent when the file is not there, FsError."""
         with self.nothing_changed_on_error(), self.locked():
             fsops.ensure_private_dirs(self.layout)
@@ -309,6 +324,9 @@ class ScanVerbs(GateCore):
             self.scan([file_name])
             st = self._state_at("live", file_name)
             assert st is not None
+            # a file named like another file's component is none: not recorded (it has no history
+            # to go in), its event names no component; its bytes are in the quarantine directory
+            comp = None if self.name_owner(file_name) is not None else self.component_for(file_name)
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             dst = self.layout.quarantine_dir / f"{file_name}.{stamp}"
             n = 1
@@ -316,7 +334,6 @@ class ScanVerbs(GateCore):
                 n += 1
                 dst = self.layout.quarantine_dir / f"{file_name}.{stamp}.{n}"
             fsops.move_noreplace(src, dst)
-            comp = self.component_for(file_name)
             self.store.clear_observed(f"live/{file_name}")
             self.store.record_event("quarantined", component=comp, file_name=file_name, actor=self.actor.name,
                                     reason=reason, details={"digest": digest_of(st.data), "to": str(dst)})
