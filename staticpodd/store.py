@@ -240,6 +240,19 @@ class VersionStore:
         FULL commit or checkpoint (the one on close follows at once). Should power fail first,
         the intent is still there and :meth:`staticpodd.engine.Engine.recover` records the result
         from it, as after any crash between rename and commit."""
+        with self.relaxed() as db:
+            yield db
+
+    @contextmanager
+    def relaxed(self) -> Iterator[sqlite3.Connection]:
+        """A transaction committed with ``synchronous=NORMAL``: no fdatasync of its own. A crash
+        of the process loses nothing (the WAL is written at COMMIT); a power loss may lose it
+        until the next ``synchronous=FULL`` commit or checkpoint syncs the WAL, and everything
+        before that commit with it (the WAL is one file, appended in order). So it fits what may
+        be lost to a power cut, or is made durable by a FULL commit before it matters: a cache
+        row, the record of bytes still on disk that an intent commits before they are replaced
+        (KUBELET.md consequence 2 keeps the file's own fsync). Nested calls join the outer
+        transaction (with its synchronous setting)."""
         if self._db.in_transaction or self.readonly:
             with self.transaction() as db:
                 yield db
@@ -368,6 +381,16 @@ class VersionStore:
             (component, -1 if limit is None or limit > _INT64_MAX else max(limit, 0)),
         ).fetchall()
         return [Version(*r) for r in reversed(rows)]
+
+    def older(self, component: str, before: int | None = None, *, limit: int = 16) -> list[Version]:
+        """Up to ``limit`` versions of ``component`` older than seq ``before`` (None: the newest
+        ones), newest first: one page of a walk back through history that reads only as far as
+        it goes (a restore finds its version within a page or two, however long the history)."""
+        rows = self._db.execute(
+            f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+            (component, _INT64_MAX if before is None else before, max(limit, 1)),
+        ).fetchall()
+        return [Version(*r) for r in rows]
 
     def count(self, component: str) -> int:
         """How many versions of ``component`` are recorded."""
@@ -681,10 +704,11 @@ def _guard(name: str, fn: Any) -> Any:
     return wrapper
 
 
-_READS = {"head", "get", "history", "count", "sigs", "data", "components", "knows_digest", "events", "park_of", "parks",
-          "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities", "dir_findings"}
+_READS = {"head", "get", "history", "older", "count", "sigs", "data", "components", "knows_digest", "events",
+          "park_of", "parks", "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities",
+          "dir_findings"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
-              and n not in ("transaction", "after_intent", "close")]:
+              and n not in ("transaction", "after_intent", "relaxed", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))
 
 

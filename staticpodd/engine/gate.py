@@ -96,9 +96,61 @@ class GateCore(EngineCore):
                 code=exc.findings[0].code if exc.findings else None,
             )
             raise
-        self.store.set_verdict(digest, validator_id(), True)
-        self.store.set_identity(digest, (manifest.namespace, manifest.name))
+        self._cache_passed(digest, manifest)
         return manifest, warnings
+
+    def _cache_passed(self, digest: str, manifest: Any) -> None:
+        """Cache that bytes ``digest`` pass the gate and define pod ``manifest`` (namespace, name),
+        in one transaction. Both rows are caches (lost, they are computed again), so the commit
+        is not synced on its own (:meth:`staticpodd.store.VersionStore.relaxed`): an intent
+        committed before the rename that follows, or the next checkpoint, makes it durable."""
+        from ..resources import validator_id
+
+        if self.store.readonly:
+            return  # caches: a read-only store does without
+        with self.store.relaxed():
+            self.store.set_verdict(digest, validator_id(), True)
+            self.store.set_identity(digest, (manifest.namespace, manifest.name))
+
+    #: (digest, options, node name) -> what :meth:`judge_recorded` found: ``(manifest, warnings)``
+    #: or None (fails). Per engine; the daemon builds a new engine on every reload.
+    _judged: dict[tuple[str, Any, str], tuple[Any, list[Any]] | None] | None = None
+    #: How many verdicts :meth:`judge_recorded` keeps (the oldest goes first).
+    JUDGED_KEEP = 16
+
+    def judge_recorded(self, data: bytes, display_path: str) -> tuple[Any, list[Any]] | None:
+        """The gate's verdict on recorded bytes that a restore may put back: ``(manifest,
+        warnings)`` when they pass (``manifest`` carries name, namespace and digest, not the
+        document), None when they fail. Nothing is logged or recorded (a restore walks back over
+        invalid versions in silence).
+
+        Memoised for this engine's life by (digest, validation options, node name), the whole of
+        what the verdict depends on besides the validator's code: a daemon that restores the
+        same version again does not validate it again, and :meth:`apply` given the verdict
+        (``gated``) does not run the gate a second time. What the memo may not follow: the
+        ``hostpath-missing`` *warnings* look at paths on the host, so a kept verdict can carry
+        warnings that no longer hold (they never decide whether bytes pass).
+        """
+        from ..decoded import Manifest
+        from ..validate import gate
+
+        options = self.validate_options()
+        key = (digest_of(data), options, options.resolved_node_name())
+        memo = self._judged
+        if memo is None:
+            memo = self._judged = {}
+        if key in memo:
+            return memo[key]
+        try:
+            manifest, warnings = gate(data, display_path, options)
+        except InvalidManifest:
+            found: tuple[Any, list[Any]] | None = None
+        else:
+            found = (Manifest({}, manifest.name, manifest.namespace, manifest.digest), warnings)
+        while len(memo) >= self.JUDGED_KEEP:
+            del memo[next(iter(memo))]
+        memo[key] = found
+        return found
 
     def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from ..validate import gate

@@ -24,6 +24,8 @@ from .recover import RecoverVerbs
 from .scan import ScanVerbs
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Names ``apply --as`` accepts for a new component (the kubelet would read any non-dot name; we
 #: keep to names that are safe in file names, shells and ``COMPONENT@N`` specs).
@@ -94,6 +96,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         expect_digest: str | None = None,
         rename: bool = False,
         restoring: Version | None = None,
+        gated: tuple[Any, list[Any]] | None = None,
     ) -> Result:
         """Validate ``data`` and swap it in atomically as the new version of a component.
 
@@ -110,17 +113,23 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         restore put recorded bytes back and never ask. A live file whose pod is parked under
         another component (it would start the parked pod again behind the park's back).
         Raises InvalidManifest, Conflict, UsageError, HookFailed, LockTimeout, FsError.
+
+        ``action="restore"`` (:meth:`restore_last_good`, the daemon's): ``restoring`` is the
+        recorded version put back and ``gated`` its verdict from :meth:`judge_recorded` (the
+        bytes are not validated again); there is no drift scan of the directory (the daemon
+        records drift in its own passes): the file's own bytes are recorded before they are
+        judged (:meth:`_settled_state`), as for every verb.
         """
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
-                                     restoring)
+                                     restoring, gated)
         with self.nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
-                                     restoring)
+                                     restoring, gated)
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
                      unpark: bool, action: str, expect_digest: str | None, rename: bool = False,
-                     restoring: Version | None = None) -> Result:
+                     restoring: Version | None = None, gated: tuple[Any, list[Any]] | None = None) -> Result:
         if not check:
             fsops.ensure_private_dirs(self.layout)
         target = self._target_for_apply(source, component)
@@ -129,7 +138,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         # as the parked copy and the park is re-opened, never started behind the park's back.
         lost_park = (self.store.park_of(comp) if target.location is None and self.layout.db_path.exists()
                      else None)
-        if not check:
+        if not check and action != "restore":  # a restore is the daemon's, which records drift itself
             self._scan_before_change(fn)  # records the parked copy's removal (and closes the park)
             target = self.resolve(fn) if (target.live or target.parked) else target
         loc = "parked" if target.parked and not target.live else "live"
@@ -148,7 +157,12 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
             raise self._changed_meanwhile(comp, fn, loc, action, expect_digest, digest_of(data),
                                           cur) from None
-        manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
+        if gated is not None:
+            manifest, warnings = gated
+        elif check:
+            manifest, warnings = self._gate_ro(data, source)
+        else:
+            manifest, warnings = self.gate(data, source, component=comp)
         if not rename and action in ("apply", "edit"):
             self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
                                       manifest.name, action)
@@ -171,10 +185,15 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                                              cur.data if cur is not None and loc == "live" else None)
         new_digest = digest_of(data)
         old_digest = digest_of(cur.data) if cur else None
-        label_a = f"{comp} (current)" if cur else "/dev/null"
-        diff = unified_diff(cur.data if cur else None, data, label_a, f"{comp} (new)")
-        pair = {"before": (cur.data if cur else b"").decode("utf-8", "replace"), "before_header": label_a,
-                "after": data.decode("utf-8", "replace"), "after_header": f"{comp} (new)"}
+
+        def diff_of() -> tuple[str, dict[str, str]]:
+            """The diff shown and the (before, after) pair of ``--diff``: made for the result only
+            (never before a rename: the kubelet waits for nothing it does not need)."""
+            label_a = f"{comp} (current)" if cur else "/dev/null"
+            pair = {"before": (cur.data if cur else b"").decode("utf-8", "replace"), "before_header": label_a,
+                    "after": data.decode("utf-8", "replace"), "after_header": f"{comp} (new)"}
+            return unified_diff(cur.data if cur else None, data, label_a, f"{comp} (new)"), pair
+
         if old_digest == new_digest:
             res = Result(action, comp, fn, False, f"{comp}: unchanged ({fn}, {loc})", location=loc,
                          version=self.store.head(comp) if self.layout.db_path.exists() else None,
@@ -194,6 +213,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         if check:
             where = "parked copy of " if loc == "parked" else ""
             msg = f"{comp}: would {action} {where}{fn}" + (" and unpark it" if loc == "parked" and unpark else "")
+            diff, pair = diff_of()
             return Result(action, comp, fn, True, msg, location=loc, previous_digest=old_digest, digest=new_digest,
                           diff=diff, warnings=warnings, check=True, diff_pair=pair)
         self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest)
@@ -264,8 +284,11 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                     str(dst), f"{fn} was written by someone else in the instant of the swap; that write is "
                     f"recorded as version {lv.seq} ({lv.digest[:12]}) and was replaced", code="changed-meanwhile")]
             version = self._record_swap(comp, fn, loc, data, st, payload)
+            if gated is not None:  # what gate() caches, for bytes judged by judge_recorded()
+                self._cache_passed(new_digest, manifest)
             self.store.end_intent(intent)
         fsops.crashpoint("swap:recorded")
+        diff, pair = diff_of()
         event = {"apply": Event.APPLIED, "edit": Event.EDITED, "rollback": Event.ROLLED_BACK}.get(action, Event.APPLIED)
         if loc == "parked":
             event = Event.PARKED_COPY_UPDATED
@@ -364,6 +387,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
         is raised instead (the caller looks again). The digest is compared once here and again
         right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
+
+        Each recorded version it looks at is validated once (:meth:`judge_recorded`, memoised),
+        and history is read a page at a time, newest first.
         """
         with self.nothing_changed_on_error(), self.locked():
             return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
@@ -385,15 +411,18 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                                   if err.details.get("recorded_version") else ""))
                 raise err
         seen: set[str] = set()
-        for v in reversed(self.store.history(comp)):
-            if v.digest == bad or v.digest in seen:
-                continue
-            seen.add(v.digest)
-            data = self.store.data(v.digest)
-            ok, _ = self._verdict(data, f"{comp}@{v.seq}", comp)
-            if ok:
-                res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
-                                 action="restore", restoring=v, expect_digest=judged_digest)
-                res.extra["restored_version"] = v.seq
-                return res
+        page = self.store.older(comp)  # newest first, a page at a time: the history can be long
+        while page:
+            for v in page:
+                if v.digest == bad or v.digest in seen:
+                    continue
+                seen.add(v.digest)
+                data = self.store.data(v.digest)
+                gated = self.judge_recorded(data, f"{comp}@{v.seq}")  # the one validation of these bytes
+                if gated is not None:
+                    res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
+                                     action="restore", restoring=v, expect_digest=judged_digest, gated=gated)
+                    res.extra["restored_version"] = v.seq
+                    return res
+            page = self.store.older(comp, page[-1].seq)
         raise Conflict(f"{comp} has no recorded version that passes validation", hint="fix the file by hand")
