@@ -335,13 +335,7 @@ class VersionStore:
         digest = digest_of(data)
         now = time.time() if created_at is None else created_at
         with self.transaction() as db:
-            # the version refers to the blob row as it is keyed (hex text if an older writer made it)
-            row = db.execute("SELECT digest FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
-            key = row[0] if row is not None else digest_key(digest)
-            if row is None:
-                codec, stored = blobcodec.encode(data)
-                db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)",
-                           (key, len(data), stored, codec))
+            key = self._blob_key(db, digest, data)
             db.execute("INSERT OR IGNORE INTO components(component) VALUES (?)", (component,))
             (seq,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM versions WHERE component = ?", (component,)
@@ -353,6 +347,27 @@ class VersionStore:
             )
         return Version(component, seq, file_name, digest, len(data), mode, uid, gid, action, actor, actor_via,
                        reason, location, now)
+
+    def keep_bytes(self, data: bytes) -> str:
+        """Store ``data`` (once per digest, as :meth:`record` does) without recording a version:
+        for bytes an operation records only after its rename, committed with its intent so that
+        :meth:`staticpodd.engine.Engine.recover` can record them after a crash. Returns the digest."""
+        digest = digest_of(data)
+        with self.transaction() as db:
+            self._blob_key(db, digest, data)
+        return digest
+
+    @staticmethod
+    def _blob_key(db: sqlite3.Connection, digest: str, data: bytes) -> Any:
+        """The blobs row of ``data`` as it is keyed (hex text if an older writer made it), inserted
+        when missing (inside the caller's transaction)."""
+        row = db.execute("SELECT digest FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
+        if row is not None:
+            return row[0]
+        key = digest_key(digest)
+        codec, stored = blobcodec.encode(data)
+        db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)", (key, len(data), stored, codec))
+        return key
 
     def head(self, component: str) -> Version | None:
         """The newest version of ``component``, or None when nothing is recorded."""

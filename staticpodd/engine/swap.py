@@ -13,7 +13,7 @@ import os
 import re
 
 from .. import fsops
-from ..errors import Conflict, FsError, LiveFileExists, StoreError, UnknownComponent, UsageError
+from ..errors import Conflict, FsError, LiveFileExists, StaticpodError, StoreError, UnknownComponent, UsageError
 from ..journal import NOTICE, Event
 from ..layout import MANIFEST_SUFFIXES, component_of
 from ..store import Version, digest_of
@@ -97,6 +97,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         rename: bool = False,
         restoring: Version | None = None,
         gated: tuple[Any, list[Any]] | None = None,
+        unrecorded: fsops.FileState | None = None,
     ) -> Result:
         """Validate ``data`` and swap it in atomically as the new version of a component.
 
@@ -118,18 +119,27 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         recorded version put back and ``gated`` its verdict from :meth:`judge_recorded` (the
         bytes are not validated again); there is no drift scan of the directory (the daemon
         records drift in its own passes): the file's own bytes are recorded before they are
-        judged (:meth:`_settled_state`), as for every verb.
+        judged (:meth:`_settled_state`), as for every verb, unless the caller read and judged them
+        itself: ``unrecorded`` is then the live file as the caller read it (under this lock;
+        ``expect_digest`` its digest), recorded as a version by ``external`` only after the rename,
+        in the transaction that records the restore. Crash-safe: its bytes are stored with the
+        intent, committed before the rename, and :meth:`recover` records them from there (then the
+        restore); when the rename does not happen they are recorded before the error is raised
+        (``details["external_version"]``), so they are in history whatever happens. Its
+        ``result.extra["external_version"]`` is their version (None: they were the newest version
+        already, an event says they came back).
         """
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
                                      restoring, gated)
         with self.nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
-                                     restoring, gated)
+                                     restoring, gated, unrecorded)
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
                      unpark: bool, action: str, expect_digest: str | None, rename: bool = False,
-                     restoring: Version | None = None, gated: tuple[Any, list[Any]] | None = None) -> Result:
+                     restoring: Version | None = None, gated: tuple[Any, list[Any]] | None = None,
+                     unrecorded: fsops.FileState | None = None) -> Result:
         if not check:
             fsops.ensure_private_dirs(self.layout)
         target = self._target_for_apply(source, component)
@@ -146,6 +156,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             loc = "parked"
         if check:
             cur = self._state_at(loc, fn) if target.location else None
+        elif unrecorded is not None:
+            assert loc == "live", "unrecorded bytes are a live file's, read under this lock"
+            cur = unrecorded  # read and judged by the caller; recorded after the rename
         else:
             cur = self._settled_state(comp, loc, fn, action)
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
@@ -243,8 +256,16 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             payload["reopen_park"] = {"parked_at": lost_park.parked_at, "until": lost_park.until,
                                       "actor": lost_park.actor, "actor_via": lost_park.actor_via,
                                       "reason": lost_park.reason}
+        external = None
+        if unrecorded is not None and cur is not None:  # the bytes replaced: kept with the intent
+            external = {"digest": old_digest, "mode": cur.mode, "uid": cur.uid, "gid": cur.gid,
+                        "reason": "found modified"}
+            payload["external"] = external
         try:
-            intent = self.store.begin_intent("swap", comp, payload)
+            with self.store.transaction():
+                if unrecorded is not None:
+                    self.store.keep_bytes(unrecorded.data)
+                intent = self.store.begin_intent("swap", comp, payload)
         except StoreError:
             try:
                 fsops.remove(staged)
@@ -257,12 +278,17 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             late = fsops.replace_checked(staged, dst, old_digest)
         except fsops.ChangedUnderfoot as exc:
             fsops.remove(staged)
-            self.store.end_intent(intent)
-            raise self._changed_meanwhile(comp, fn, loc, action, old_digest, new_digest, exc.state) from None
+            ext = self._end_unrenamed(intent, comp, fn, loc, external)
+            err = self._changed_meanwhile(comp, fn, loc, action, old_digest, new_digest, exc.state)
+            if ext is not None:
+                err.details["external_version"] = ext.seq
+            raise err from None
         except (FsError, LiveFileExists) as exc:
             if not dst.exists() or digest_of(dst.read_bytes()) != new_digest:
                 fsops.remove(staged)
-                self.store.end_intent(intent)
+                ext = self._end_unrenamed(intent, comp, fn, loc, external)
+                if ext is not None:
+                    exc.details["external_version"] = ext.seq
                 exc.message += "; nothing was changed"
                 exc.details["reached_kubelet"] = False
             else:  # renamed, then the directory fsync failed: in place, recorded by recover
@@ -276,6 +302,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         with self._after_rename(f"{fn} is in place: the kubelet runs the new manifest ({new_digest[:12]})"
                                 if loc == "live" else f"the parked copy of {fn} is updated ({new_digest[:12]})"), \
                 self.store.transaction():
+            ext = self._record_external(comp, fn, loc, external) if external is not None else None
             if late is not None:  # written in the instant between the check and the swap: kept in history
                 lv = self.store.record(comp, fn, late.data, action="external", actor=EXTERNAL,
                                        reason=f"written during the {action} swap", mode=late.mode, uid=late.uid,
@@ -311,8 +338,21 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 res.warnings = warnings
                 res.changed = True
                 return res
-        return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
-                      digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
+        res = Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
+                     digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
+        if external is not None:
+            res.extra["external_version"] = ext.seq if ext is not None else None
+        return res
+
+    def _end_unrenamed(self, intent: int, comp: str, fn: str, loc: str,
+                       external: dict[str, Any] | None) -> Version | None:
+        """End the intent of a swap whose rename did not happen; the bytes the caller left
+        unrecorded (``external``) are still what was there: recorded in the same transaction.
+        Returns their version (None: nothing to record, or only an event was)."""
+        with self.store.transaction():
+            ext = self._record_external(comp, fn, loc, external) if external is not None else None
+            self.store.end_intent(intent)
+        return ext
 
     def _new_file_would_duplicate(self, comp: str, fn: str, namespace: str, name: str, exc: Conflict) -> Conflict:
         """``exc`` for an apply that would add a new file ``comp`` for a pod another live file
@@ -377,7 +417,8 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                         f"{', '.join(map(str, skipped))}: invalid")
         return res
 
-    def restore_last_good(self, name: str, *, reason: str, judged_digest: str | None = None) -> Result:
+    def restore_last_good(self, name: str, *, reason: str, judged_digest: str | None = None,
+                          unrecorded: fsops.FileState | None = None) -> Result:
         """Put back the newest recorded version of ``name`` that passes the gate (daemon policy
         ``on_invalid: restore``). The bad bytes stay in history. The caller logs
         RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes.
@@ -388,19 +429,53 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         is raised instead (the caller looks again). The digest is compared once here and again
         right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
 
+        ``unrecorded``: the live file as the caller read and judged it under the lock it holds,
+        not recorded yet (the daemon's restore on a writer's close): its bytes are recorded as a
+        version by ``external`` after the rename instead of before, and the digest it is compared
+        with right before the rename is theirs (see :meth:`apply`). If the restore fails they are
+        recorded before the error is raised (``details["external_version"]``), unless the
+        restored bytes are in place already (``details["reached_kubelet"]``): :meth:`recover`
+        records both.
+
         Each recorded version it looks at is validated once (:meth:`judge_recorded`, memoised),
         and history is read a page at a time, newest first.
         """
         with self.nothing_changed_on_error(), self.locked():
-            return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+            if unrecorded is None:
+                return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+            try:
+                return self._restore_last_good(name, reason=reason, judged_digest=digest_of(unrecorded.data),
+                                               unrecorded=unrecorded)
+            except StaticpodError as exc:
+                if not exc.details.get("reached_kubelet") and "external_version" not in exc.details:
+                    self._record_unrecorded(name, unrecorded, exc)
+                raise
 
-    def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
+    def _record_unrecorded(self, name: str, unrecorded: fsops.FileState, exc: StaticpodError) -> None:
+        """A restore given ``unrecorded`` bytes failed before its intent: record them now (they
+        are what was on disk), and name their version in ``exc.details["external_version"]``. A
+        store that cannot record them leaves them to the next scan (they are still on disk)."""
+        try:
+            target = self.resolve(name)
+            with self.store.transaction():
+                ext = self._record_external(target.component, target.file_name, "live", {
+                    "digest": self.store.keep_bytes(unrecorded.data), "mode": unrecorded.mode,
+                    "uid": unrecorded.uid, "gid": unrecorded.gid, "reason": "found modified"})
+        except StaticpodError:
+            return
+        exc.details["external_version"] = ext.seq if ext is not None else None
+
+    def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None,
+                           unrecorded: fsops.FileState | None = None) -> Result:
         target = self.resolve(name)
         comp = target.component
         present = bool(target.live or target.parked)
-        _, cur, _ = self.current_bytes(comp) if present else (target, b"", "live")
+        if unrecorded is not None:
+            cur, present = unrecorded.data, True
+        else:
+            _, cur, _ = self.current_bytes(comp) if present else (target, b"", "live")
         bad = digest_of(cur) if present else None  # an emptied file has a digest too (B05-empty.yaml)
-        if judged_digest is not None:
+        if judged_digest is not None and unrecorded is None:
             if bad != judged_digest:
                 now = self._state_at("live", target.file_name)
                 err = self._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
@@ -421,7 +496,8 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 gated = self.judge_recorded(data, f"{comp}@{v.seq}")  # the one validation of these bytes
                 if gated is not None:
                     res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
-                                     action="restore", restoring=v, expect_digest=judged_digest, gated=gated)
+                                     action="restore", restoring=v, expect_digest=judged_digest, gated=gated,
+                                     unrecorded=unrecorded)
                     res.extra["restored_version"] = v.seq
                     return res
             page = self.store.older(comp, page[-1].seq)

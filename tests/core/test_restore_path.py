@@ -5,17 +5,26 @@ bytes in (KUBELET.md "What a broken file does to a running pod").
 
 - the version put back is validated once, not once to choose it and again in the gate, and not
   again by the next restore of the same version;
-- history is read newest first a page at a time, not whole (it grows with every bad write).
+- history is read newest first a page at a time, not whole (it grows with every bad write);
+- bytes the caller read and judged but did not record (``unrecorded``, the daemon's restore on a
+  writer's close) are recorded after the rename, before the restore's version, and recorded all
+  the same when the restore does not happen.
+
+A crash between that rename and the recording is in tests/daemon/test_daemon_policies.py.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
+import pytest
 from spd_testlib import small_pod
 
+from staticpodd import fsops
 from staticpodd.engine import Actor, Engine
+from staticpodd.errors import ChangedMeanwhile, Conflict
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
 from staticpodd.store import VersionStore
@@ -38,6 +47,10 @@ def _adopted(sandbox) -> tuple[Engine, Path]:
     with eng.locked():
         eng.scan()
     return eng, live
+
+
+def _actions(eng: Engine) -> list[tuple[str, str]]:
+    return [(v.action, v.digest) for v in eng.store.history("web")]
 
 
 def test_a_restore_validates_the_version_it_puts_back_once_and_the_next_restore_not_again(sandbox, monkeypatch):
@@ -79,3 +92,53 @@ def test_a_restore_reads_a_page_of_history_not_all_of_it(sandbox, monkeypatch):
     res = eng.restore_last_good("web", reason="test")
     assert res.changed and live.read_bytes() == GOOD
     assert sum(rows) <= 32, rows  # not the 601 versions
+
+
+def test_unrecorded_bytes_are_recorded_after_the_rename_before_the_restore(sandbox):
+    eng, live = _adopted(sandbox)
+    live.write_bytes(BAD)
+    os.chmod(live, 0o644)
+    with eng.locked():
+        st = fsops.read_state(live)
+        assert st is not None
+        assert [a for a, _ in _actions(eng)] == ["external"]  # the bad bytes are not in history yet
+        res = eng.restore_last_good("web", reason="test", unrecorded=st)
+    assert live.read_bytes() == GOOD
+    hist = eng.store.history("web")
+    assert [(v.action, v.digest) for v in hist] == [("external", sha(GOOD)), ("external", sha(BAD)),
+                                                     ("restore", sha(GOOD))]
+    assert hist[1].mode == 0o644 and hist[1].actor == "external"
+    assert res.extra["external_version"] == 2 and res.version is not None and res.version.seq == 3
+    assert eng.store.observed()["live/web.yaml"].digest == sha(GOOD)
+    assert eng.store.intents() == []
+
+
+def test_unrecorded_bytes_are_recorded_when_nothing_can_be_restored(sandbox):
+    live = sandbox.write("web.yaml", BAD)
+    eng = _engine(sandbox.root)
+    with eng.locked():
+        eng.scan()  # adopted: only bad bytes in history
+        live.write_bytes(BAD + b"# 2\n")
+        st = fsops.read_state(live)
+        assert st is not None
+        with pytest.raises(Conflict) as err:
+            eng.restore_last_good("web", reason="test", unrecorded=st)
+    assert err.value.details["external_version"] == 2
+    assert _actions(eng)[-1] == ("external", sha(BAD + b"# 2\n"))
+    assert eng.store.observed()["live/web.yaml"].digest == sha(BAD + b"# 2\n")
+
+
+def test_unrecorded_bytes_written_over_before_the_rename_are_kept_and_the_new_write_is_not_reverted(sandbox):
+    eng, live = _adopted(sandbox)
+    live.write_bytes(BAD)
+    fix = GOOD + b"# fixed by hand\n"
+    with eng.locked():
+        st = fsops.read_state(live)
+        assert st is not None
+        live.write_bytes(fix)  # after the judgement, before the rename's check
+        with pytest.raises(ChangedMeanwhile) as err:
+            eng.restore_last_good("web", reason="test", unrecorded=st)
+    assert live.read_bytes() == fix
+    assert err.value.details["external_version"] == 2
+    assert _actions(eng)[1:] == [("external", sha(BAD)), ("external", sha(fix))]
+    assert eng.store.intents() == []
