@@ -70,6 +70,30 @@ def test_a_restore_validates_the_version_it_puts_back_once_and_the_next_restore_
         res = eng.restore_last_good("web", reason="test")
         assert res.changed and res.digest == sha(GOOD) and live.read_bytes() == GOOD
     assert validated.count(sha(GOOD)) == 1, validated
+    eng.close()
+    again = _engine(sandbox.root)  # a restarted daemon: the verdict is kept in the store
+    live.write_bytes(BAD + b"# after a restart\n")
+    with again.locked():
+        res = again.restore_last_good("web", reason="test")
+    assert res.changed and live.read_bytes() == GOOD
+    assert validated.count(sha(GOOD)) == 1, validated
+
+
+def test_a_kept_verdict_holds_only_for_the_options_it_was_made_with(sandbox):
+    """A verdict depends on the options (here ``max_manifest_bytes``): one kept under other
+    options is not trusted, so a version that fails now is never put back."""
+    from types import SimpleNamespace
+
+    eng, live = _adopted(sandbox)
+    live.write_bytes(BAD)
+    assert eng.restore_last_good("web", reason="test").changed  # GOOD passes, and is kept so
+    eng.close()
+    live.write_bytes(BAD + b"# 2\n")
+    tight = Engine(Layout.build(sandbox.root), actor=Actor("staticpodd", 0),
+                   journal=Journal("staticpodd", str(sandbox.root)), config=SimpleNamespace(max_manifest_bytes=20))
+    with pytest.raises(Conflict):
+        tight.restore_last_good("web", reason="test")
+    assert live.read_bytes() == BAD + b"# 2\n"
 
 
 def test_a_restore_reads_a_page_of_history_not_all_of_it(sandbox, monkeypatch):
