@@ -18,7 +18,7 @@ from ..errors import StaticpodError
 from ..journal import ERR, INFO, WARNING, Event
 from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings
 from ..watch import DIRECTORY
-from .base import RETRY_DELAY, _get
+from .base import RETRY_DELAY, TRIM_QUIET, _get
 from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
 from .memory import release_memory
@@ -73,17 +73,22 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                 next_rescan = time.monotonic() + self.config.rescan_interval
             elif names or parks_due:
                 self._reconcile(names=sorted(names))
+            if full or names or parks_due:
+                self._trim_after = time.monotonic() + TRIM_QUIET
             next_prune = self._prune_if_due(next_prune)
             self._publish_status()
             self._heartbeat()
-            if self._trim_due and getattr(self.journal, "idle", lambda: True)():
-                release_memory()  # after a validation of the directory, once its reports are sent
+            journal_idle = getattr(self.journal, "idle", lambda: True)()
+            if self._trim_due and journal_idle and time.monotonic() >= self._trim_after:
+                # after a validation of the directory, once its reports are sent and nothing has
+                # been done for TRIM_QUIET: a write that comes meanwhile is served first
+                release_memory()
                 self._trim_due = False
             # sleep until the next thing to do
             now = time.monotonic()
             wake = [next_rescan, now + HEARTBEAT_INTERVAL]
-            if self._trim_due:
-                wake.append(now + 1.0)  # the journal is still sending: look again soon
+            if self._trim_due:  # while the journal is still sending, look again a second later
+                wake.append(max(self._trim_after, now if journal_idle else now + 1.0))
             if next_prune is not None:
                 wake.append(next_prune)
             if wd_interval is not None:
