@@ -12,6 +12,8 @@ rename replaces it:
 - close -> restored, p50/p99/max (the daemon's own part of the window);
 - open -> restored (the window in which a kubelet relist reads the bad bytes: KUBELET.md "What a
   broken file does to a running pod");
+- the daemon's CPU time (user + system) per write, from READY=1 to its stop: all it does for
+  one restore, before and after the rename (what a busy machine has to find time for);
 - the first write after each READY apart (``--daemons N`` restarts the daemon N times), and
   each start's time to READY=1 (the first on a fresh store adopts the directory; the others
   start on an unchanged one).
@@ -71,6 +73,12 @@ def _start(root: Path, tmp: Path, profile: Path | None, n: int) -> tuple[subproc
     return proc, sock, took
 
 
+def _cpu(pid: int) -> float:
+    """utime + stime of process ``pid`` in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _stop(proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
     proc.send_signal(signal.SIGTERM)
     try:
@@ -113,10 +121,12 @@ def main() -> int:
     win: list[float] = []
     first: list[float] = []
     ready: list[float] = []
+    cpu = 0.0
     try:
         for n in range(max(1, a.daemons)):
             proc, sock, took = _start(root, tmp, a.profile, n)
             ready.append(took)
+            cpu0 = _cpu(proc.pid)
             try:
                 for i in range(max(1, a.restores // max(1, a.daemons))):
                     ino = os.stat(live).st_ino
@@ -136,6 +146,7 @@ def main() -> int:
                     win.append(t1 - t_open)
                     _drain(sock)
                     time.sleep(a.gap)
+                cpu += _cpu(proc.pid) - cpu0
             finally:
                 _stop(proc, sock)
     finally:
@@ -147,6 +158,7 @@ def main() -> int:
               f"max {max(lat) * ms:.1f} ms")
     print(f"  open -> restored:  p50 {_pct(win, 0.5) * ms:.1f} ms, p99 {_pct(win, 0.99) * ms:.1f} ms, "
           f"mean {statistics.fmean(win) * ms:.1f} ms")
+    print(f"  daemon CPU per write (user + system): {cpu / max(1, len(win)) * ms:.1f} ms")
     print(f"  first write after READY: median {statistics.median(first) * ms:.1f} ms, "
           f"max {max(first) * ms:.1f} ms ({', '.join(f'{x * ms:.1f}' for x in sorted(first))})")
     again = ready[1:] or ready
