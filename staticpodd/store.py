@@ -551,11 +551,12 @@ class VersionStore:
         return None if row is None else (row[0], row[1])
 
     def set_identity(self, digest: str, ident: tuple[str, str] | None) -> None:
-        """Cache the pod identity of these bytes (None: not a readable Pod)."""
+        """Cache the pod identity of these bytes (None: not a readable Pod). A cache: committed
+        without an fsync of its own (:meth:`relaxed`)."""
         if self.readonly:
             return  # a cache: a read-only store just does without
         ns, name = ident if ident else (None, None)
-        with self.transaction() as db:
+        with self.relaxed() as db:
             db.execute("INSERT OR REPLACE INTO identities(digest, namespace, name) VALUES (?,?,?)", (digest, ns, name))
 
     # -- memoised facts ----------------------------------------------------------------------------
@@ -566,10 +567,11 @@ class VersionStore:
         return (False, None) if row is None else (True, json.loads(row[0]))
 
     def set_fact(self, digest: str, kind: str, value: Any) -> None:
-        """Memoise a JSON-serialisable fact about these bytes (idempotent)."""
+        """Memoise a JSON-serialisable fact about these bytes (idempotent). A cache: committed
+        without an fsync of its own (:meth:`relaxed`)."""
         if self.readonly:
             return  # a cache: a read-only store just does without
-        with self.transaction() as db:
+        with self.relaxed() as db:
             db.execute("INSERT OR REPLACE INTO facts(digest, kind, value) VALUES (?,?,?)",
                        (digest, kind, json.dumps(value)))
 
@@ -583,10 +585,10 @@ class VersionStore:
         return None if row is None else bool(row[0])
 
     def set_verdict(self, digest: str, validator: str, ok: bool) -> None:
-        """Cache a gate verdict."""
+        """Cache a gate verdict. A cache: committed without an fsync of its own (:meth:`relaxed`)."""
         if self.readonly:
             return  # a cache: a read-only store just does without
-        with self.transaction() as db:
+        with self.relaxed() as db:
             db.execute(
                 "INSERT OR REPLACE INTO verdicts(digest, validator, ok) VALUES (?,?,?)", (digest, validator, int(ok))
             )

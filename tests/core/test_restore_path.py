@@ -6,6 +6,7 @@ bytes in (KUBELET.md "What a broken file does to a running pod").
 - the version put back is validated once, not once to choose it and again in the gate, and not
   again by the next restore of the same version;
 - history is read newest first a page at a time, not whole (it grows with every bad write);
+- one commit of the store is synced (fsync) before the rename: the intent's;
 - bytes the caller read and judged but did not record (``unrecorded``, the daemon's restore on a
   writer's close) are recorded after the rename, before the restore's version, and recorded all
   the same when the restore does not happen.
@@ -116,6 +117,50 @@ def test_a_restore_reads_a_page_of_history_not_all_of_it(sandbox, monkeypatch):
     res = eng.restore_last_good("web", reason="test")
     assert res.changed and live.read_bytes() == GOOD
     assert sum(rows) <= 32, rows  # not the 601 versions
+
+
+def _synced_commits_before_rename(eng: Engine, monkeypatch) -> list[int]:
+    """Count the store's COMMITs of a write made under ``synchronous=FULL`` (each an fsync of its
+    log; a transaction that wrote nothing writes no log) until the restore's rename; returns a
+    list that holds the count once the rename came."""
+    state = {"full": True, "wrote": False, "commits": 0}
+    out: list[int] = []
+
+    def trace(sql: str) -> None:
+        q = sql.strip().upper()
+        if q.startswith("PRAGMA SYNCHRONOUS"):
+            state["full"] = q.endswith("FULL")
+        elif q.startswith("BEGIN"):
+            state["wrote"] = False
+        elif q.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE")):
+            state["wrote"] = True
+        elif q == "COMMIT" and state["full"] and state["wrote"] and not out:
+            state["commits"] += 1
+
+    eng.store._db.set_trace_callback(trace)
+    real = fsops.replace
+
+    def renaming(*a, **kw):
+        out.append(state["commits"])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(fsops, "replace", renaming)
+    return out
+
+
+def test_one_commit_is_synced_before_the_rename_of_a_restore_on_close(sandbox, monkeypatch):
+    """The daemon's restore on a writer's close: the intent's commit, with the refused bytes in
+    it, is the only one synced before the rename (caches and the judged bytes' identity need
+    none); new refused bytes every time, as real bad writes are."""
+    eng, live = _adopted(sandbox)
+    for i in range(3):
+        live.write_bytes(BAD + f"# bad write {i}\n".encode())
+        with eng.locked():
+            st = fsops.read_state(live)
+            assert st is not None
+            counted = _synced_commits_before_rename(eng, monkeypatch)
+            assert eng.restore_last_good("web", reason="test", unrecorded=st).changed
+        assert counted == [1], (i, counted)
 
 
 def test_unrecorded_bytes_are_recorded_after_the_rename_before_the_restore(sandbox):
