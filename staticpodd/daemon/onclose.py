@@ -153,7 +153,7 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         if action is None or self._hold_reason(name) is not None:
             return False
         try:
-            res = engine.restore_last_good(action.target, reason=action.reason, unrecorded=st)
+            res = engine.restore_last_good(name, reason=action.reason, unrecorded=st)
         except StaticpodError as exc:
             self._report_unrecorded(change, exc.details.get("external_version"))
             self._track_changes([change])  # still invalid: a problem until the file is fixed

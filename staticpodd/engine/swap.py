@@ -429,8 +429,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         is raised instead (the caller looks again). The digest is compared once here and again
         right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
 
-        ``unrecorded``: the live file as the caller read and judged it under the lock it holds,
-        not recorded yet (the daemon's restore on a writer's close): its bytes are recorded as a
+        ``unrecorded``: the live file ``name`` (its file name then, not a component's) as the
+        caller read and judged it under the lock it holds, not recorded yet (the daemon's restore
+        on a writer's close; UsageError when ``name`` is not that file): its bytes are recorded as a
         version by ``external`` after the rename instead of before, and the digest it is compared
         with right before the rename is theirs (see :meth:`apply`). If the restore fails they are
         recorded before the error is raised (``details["external_version"]``), unless the
@@ -443,6 +444,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         with self.nothing_changed_on_error(), self.locked():
             if unrecorded is None:
                 return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+            target = self.resolve(name)
+            if not target.live or target.file_name != name:
+                raise UsageError(f"{name!r} is not the live file whose unrecorded bytes were read")
             try:
                 return self._restore_last_good(name, reason=reason, judged_digest=digest_of(unrecorded.data),
                                                unrecorded=unrecorded)

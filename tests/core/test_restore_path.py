@@ -25,7 +25,7 @@ from spd_testlib import small_pod
 
 from staticpodd import fsops
 from staticpodd.engine import Actor, Engine
-from staticpodd.errors import ChangedMeanwhile, Conflict
+from staticpodd.errors import ChangedMeanwhile, Conflict, UsageError
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
 from staticpodd.store import VersionStore
@@ -159,7 +159,7 @@ def test_one_commit_is_synced_before_the_rename_of_a_restore_on_close(sandbox, m
             st = fsops.read_state(live)
             assert st is not None
             counted = _synced_commits_before_rename(eng, monkeypatch)
-            assert eng.restore_last_good("web", reason="test", unrecorded=st).changed
+            assert eng.restore_last_good("web.yaml", reason="test", unrecorded=st).changed
         assert counted == [1], (i, counted)
 
 
@@ -171,7 +171,7 @@ def test_unrecorded_bytes_are_recorded_after_the_rename_before_the_restore(sandb
         st = fsops.read_state(live)
         assert st is not None
         assert [a for a, _ in _actions(eng)] == ["external"]  # the bad bytes are not in history yet
-        res = eng.restore_last_good("web", reason="test", unrecorded=st)
+        res = eng.restore_last_good("web.yaml", reason="test", unrecorded=st)
     assert live.read_bytes() == GOOD
     hist = eng.store.history("web")
     assert [(v.action, v.digest) for v in hist] == [("external", sha(GOOD)), ("external", sha(BAD)),
@@ -180,6 +180,17 @@ def test_unrecorded_bytes_are_recorded_after_the_rename_before_the_restore(sandb
     assert res.extra["external_version"] == 2 and res.version is not None and res.version.seq == 3
     assert eng.store.observed()["live/web.yaml"].digest == sha(GOOD)
     assert eng.store.intents() == []
+
+
+def test_unrecorded_bytes_are_a_files_not_a_components(sandbox):
+    eng, live = _adopted(sandbox)
+    live.write_bytes(BAD)
+    with eng.locked():
+        st = fsops.read_state(live)
+        assert st is not None
+        with pytest.raises(UsageError):  # a component may have another file than the one read
+            eng.restore_last_good("web", reason="test", unrecorded=st)
+    assert live.read_bytes() == BAD and [a for a, _ in _actions(eng)] == ["external"]
 
 
 def test_unrecorded_bytes_are_recorded_when_nothing_can_be_restored(sandbox):
@@ -191,7 +202,7 @@ def test_unrecorded_bytes_are_recorded_when_nothing_can_be_restored(sandbox):
         st = fsops.read_state(live)
         assert st is not None
         with pytest.raises(Conflict) as err:
-            eng.restore_last_good("web", reason="test", unrecorded=st)
+            eng.restore_last_good("web.yaml", reason="test", unrecorded=st)
     assert err.value.details["external_version"] == 2
     assert _actions(eng)[-1] == ("external", sha(BAD + b"# 2\n"))
     assert eng.store.observed()["live/web.yaml"].digest == sha(BAD + b"# 2\n")
@@ -206,7 +217,7 @@ def test_unrecorded_bytes_written_over_before_the_rename_are_kept_and_the_new_wr
         assert st is not None
         live.write_bytes(fix)  # after the judgement, before the rename's check
         with pytest.raises(ChangedMeanwhile) as err:
-            eng.restore_last_good("web", reason="test", unrecorded=st)
+            eng.restore_last_good("web.yaml", reason="test", unrecorded=st)
     assert live.read_bytes() == fix
     assert err.value.details["external_version"] == 2
     assert _actions(eng)[1:] == [("external", sha(BAD)), ("external", sha(fix))]
