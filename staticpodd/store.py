@@ -240,6 +240,19 @@ class VersionStore:
         FULL commit or checkpoint (the one on close follows at once). Should power fail first,
         the intent is still there and :meth:`staticpodd.engine.Engine.recover` records the result
         from it, as after any crash between rename and commit."""
+        with self.relaxed() as db:
+            yield db
+
+    @contextmanager
+    def relaxed(self) -> Iterator[sqlite3.Connection]:
+        """A transaction committed with ``synchronous=NORMAL``: no fdatasync of its own. A crash
+        of the process loses nothing (the WAL is written at COMMIT); a power loss may lose it
+        until the next ``synchronous=FULL`` commit or checkpoint syncs the WAL, and everything
+        before that commit with it (the WAL is one file, appended in order). So it fits what may
+        be lost to a power cut, or is made durable by a FULL commit before it matters: a cache
+        row, the record of bytes still on disk that an intent commits before they are replaced
+        (KUBELET.md consequence 2 keeps the file's own fsync). Nested calls join the outer
+        transaction (with its synchronous setting)."""
         if self._db.in_transaction or self.readonly:
             with self.transaction() as db:
                 yield db
@@ -322,13 +335,7 @@ class VersionStore:
         digest = digest_of(data)
         now = time.time() if created_at is None else created_at
         with self.transaction() as db:
-            # the version refers to the blob row as it is keyed (hex text if an older writer made it)
-            row = db.execute("SELECT digest FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
-            key = row[0] if row is not None else digest_key(digest)
-            if row is None:
-                codec, stored = blobcodec.encode(data)
-                db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)",
-                           (key, len(data), stored, codec))
+            key = self._blob_key(db, digest, data)
             db.execute("INSERT OR IGNORE INTO components(component) VALUES (?)", (component,))
             (seq,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM versions WHERE component = ?", (component,)
@@ -340,6 +347,27 @@ class VersionStore:
             )
         return Version(component, seq, file_name, digest, len(data), mode, uid, gid, action, actor, actor_via,
                        reason, location, now)
+
+    def keep_bytes(self, data: bytes) -> str:
+        """Store ``data`` (once per digest, as :meth:`record` does) without recording a version:
+        for bytes an operation records only after its rename, committed with its intent so that
+        :meth:`staticpodd.engine.Engine.recover` can record them after a crash. Returns the digest."""
+        digest = digest_of(data)
+        with self.transaction() as db:
+            self._blob_key(db, digest, data)
+        return digest
+
+    @staticmethod
+    def _blob_key(db: sqlite3.Connection, digest: str, data: bytes) -> Any:
+        """The blobs row of ``data`` as it is keyed (hex text if an older writer made it), inserted
+        when missing (inside the caller's transaction)."""
+        row = db.execute("SELECT digest FROM blobs WHERE digest IN (?, ?)", digest_keys(digest)).fetchone()
+        if row is not None:
+            return row[0]
+        key = digest_key(digest)
+        codec, stored = blobcodec.encode(data)
+        db.execute("INSERT INTO blobs(digest, size, data, codec) VALUES (?, ?, ?, ?)", (key, len(data), stored, codec))
+        return key
 
     def head(self, component: str) -> Version | None:
         """The newest version of ``component``, or None when nothing is recorded."""
@@ -382,6 +410,16 @@ class VersionStore:
             (component, -1 if limit is None or limit > _INT64_MAX else max(limit, 0)),
         ).fetchall()
         return [Version(*r) for r in reversed(rows)]
+
+    def older(self, component: str, before: int | None = None, *, limit: int = 16) -> list[Version]:
+        """Up to ``limit`` versions of ``component`` older than seq ``before`` (None: the newest
+        ones), newest first: one page of a walk back through history that reads only as far as
+        it goes (a restore finds its version within a page or two, however long the history)."""
+        rows = self._db.execute(
+            f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+            (component, _INT64_MAX if before is None else before, max(limit, 1)),
+        ).fetchall()
+        return [Version(*r) for r in rows]
 
     def count(self, component: str) -> int:
         """How many versions of ``component`` are recorded."""
@@ -527,11 +565,12 @@ class VersionStore:
         return None if row is None else (row[0], row[1])
 
     def set_identity(self, digest: str, ident: tuple[str, str] | None) -> None:
-        """Cache the pod identity of these bytes (None: not a readable Pod)."""
+        """Cache the pod identity of these bytes (None: not a readable Pod). A cache: committed
+        without an fsync of its own (:meth:`relaxed`)."""
         if self.readonly:
             return  # a cache: a read-only store just does without
         ns, name = ident if ident else (None, None)
-        with self.transaction() as db:
+        with self.relaxed() as db:
             db.execute("INSERT OR REPLACE INTO identities(digest, namespace, name) VALUES (?,?,?)", (digest, ns, name))
 
     # -- memoised facts ----------------------------------------------------------------------------
@@ -542,10 +581,11 @@ class VersionStore:
         return (False, None) if row is None else (True, json.loads(row[0]))
 
     def set_fact(self, digest: str, kind: str, value: Any) -> None:
-        """Memoise a JSON-serialisable fact about these bytes (idempotent)."""
+        """Memoise a JSON-serialisable fact about these bytes (idempotent). A cache: committed
+        without an fsync of its own (:meth:`relaxed`)."""
         if self.readonly:
             return  # a cache: a read-only store just does without
-        with self.transaction() as db:
+        with self.relaxed() as db:
             db.execute("INSERT OR REPLACE INTO facts(digest, kind, value) VALUES (?,?,?)",
                        (digest, kind, json.dumps(value)))
 
@@ -559,10 +599,10 @@ class VersionStore:
         return None if row is None else bool(row[0])
 
     def set_verdict(self, digest: str, validator: str, ok: bool) -> None:
-        """Cache a gate verdict."""
+        """Cache a gate verdict. A cache: committed without an fsync of its own (:meth:`relaxed`)."""
         if self.readonly:
             return  # a cache: a read-only store just does without
-        with self.transaction() as db:
+        with self.relaxed() as db:
             db.execute(
                 "INSERT OR REPLACE INTO verdicts(digest, validator, ok) VALUES (?,?,?)", (digest, validator, int(ok))
             )
@@ -695,10 +735,11 @@ def _guard(name: str, fn: Any) -> Any:
     return wrapper
 
 
-_READS = {"head", "get", "history", "count", "sigs", "data", "components", "knows_digest", "events", "park_of", "parks",
-          "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities", "dir_findings"}
+_READS = {"head", "get", "history", "older", "count", "sigs", "data", "components", "knows_digest", "events",
+          "park_of", "parks", "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities",
+          "dir_findings"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
-              and n not in ("transaction", "after_intent", "close")]:
+              and n not in ("transaction", "after_intent", "relaxed", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))
 
 

@@ -396,6 +396,40 @@ def open_writers(
     return out
 
 
+def hidden_from_proc(*, proc: str = "/proc") -> set[int]:
+    """Pids whose open descriptors :func:`open_writers` cannot see: ``/proc/PID/fd`` may not be
+    listed, or its links may not be read (EACCES/EPERM: the ptrace access check, see
+    :func:`open_writers`). The same answer as ``open_writers(path, denied=...)`` gives for any
+    path, for one listing and at most one readlink per process instead of one per descriptor
+    (the daemon asks once, at start). Our own process is skipped. Never raises."""
+    me = os.getpid()
+    out: set[int] = set()
+    try:
+        pids = [int(n) for n in os.listdir(proc) if n.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        if pid == me:
+            continue
+        fd_dir = f"{proc}/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                out.add(pid)
+            continue
+        for fd in fds:  # one link read is enough: they are all behind the same check
+            try:
+                os.readlink(f"{fd_dir}/{fd}")
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM):
+                    out.add(pid)
+                    break
+                continue  # closed meanwhile: try the next one
+            break
+    return out
+
+
 def _event_filter() -> list[Any] | None:
     """watchdog event classes to subscribe to (watchdog >= 4 filters in the kernel mask)."""
     from watchdog import events as ev

@@ -31,6 +31,9 @@ LOCK_WAIT_MAX = 5.0
 #: While a restore or quarantine waits for a writer to close the file, it is looked at again this
 #: often (seconds), besides the inotify close-write event: a missed event never leaves it waiting.
 HOLD_RECHECK = 1.0
+#: Seconds without work before the loop gives freed memory back (``release_memory``: a garbage
+#: collection and ``malloc_trim``, about 9 ms): never while a write may be waiting for a restore.
+TRIM_QUIET = 1.0
 #: Pid file under ``Layout.run_dir``: the running daemon holds an exclusive flock on it (one
 #: daemon per --root) and writes its pid into it.
 PID_FILE = "staticpodd.pid"
@@ -110,6 +113,7 @@ class DaemonBase:
         # set after work that leaves freed memory behind (a validation of the directory, a full
         # pass, the start-up); the loop gives it back once the journal has sent what it queued
         self._trim_due = False
+        self._trim_after = 0.0  # monotonic time before which the loop does not trim (TRIM_QUIET)
 
     def _layout_for(self, cfg: Config) -> Layout:
         if self.args.manifest_dir:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
-from ..reconcile import Plan, Report
+from ..reconcile import Action, Plan, Report
 from ..watch import WRITE_STALL, Writer
 from .base import HOLD_RECHECK, RETRY_DELAY, _get
 from .writers import WriterHoldsMixin
@@ -106,23 +107,8 @@ class ExecuteMixin(WriterHoldsMixin):
                     judged = self.engine.store.observed().get(f"live/{a.file_name}")
                     res = self.engine.restore_last_good(a.target, reason=a.reason,
                                                         judged_digest=_get(judged, "digest") or "")
-                    new = _get(_get(res, "version"), "seq")
-                    source = (_get(res, "extra") or {}).get("restored_version")
                     restored.add(a.file_name or "")
-                    self.invalid_live.pop(a.file_name or "", None)
-                    self._restore_failed.pop(a.file_name or "", None)
-                    self.log(
-                        Event.RESTORED_LAST_GOOD,
-                        f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
-                        f"over an invalid external write; recorded as version {new}",
-                        priority=WARNING,
-                        component=a.target,
-                        file_name=a.file_name,
-                        version=new,
-                        restored_version=source,
-                        digest=_get(res, "digest"),
-                        reason=a.reason,
-                    )
+                    self._log_restored(a, res)
                 elif a.verb == "quarantine":
                     pod = self._pod_defined_by(a.target)
                     self.engine.quarantine(a.target, reason=a.reason)
@@ -131,56 +117,82 @@ class ExecuteMixin(WriterHoldsMixin):
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:
-                if exc.code == "changed-meanwhile" and a.file_name:
-                    # written again after it was judged: recorded by the engine, never reverted;
-                    # the next pass judges the new bytes (and restores them only if invalid)
-                    self._say(f"{a.verb} {a.target} skipped: {exc.message}")
-                    self._retry_names.add(a.file_name)
-                    self._retry_at = time.monotonic() + RETRY_DELAY
-                    continue
-                self._say(f"{a.verb} {a.target} failed: {exc}")
-                if a.verb == "unpark":
-                    rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
-                    until = _get(rec, "until")
-                    if until is not None:
-                        self.failed_unparks[(a.target, until)] = exc.code
-                    try:  # counted in staticpodd_failed_unparks_total (from the store: survives a restart)
-                        self.engine.store.record_event(
-                            "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
-                            reason=a.reason, details={"error": exc.code, "until": until},
-                        )
-                    except StaticpodError:
-                        pass
-                    self.runtime_problems[f"unpark:{a.target}"] = {
-                        "code": "park-expired-unpark-failed",
-                        "severity": "error",
-                        "component": a.target,
-                        "path": None,
-                        "message": f"the park of {a.target} expired but unpark failed: {exc.message}",
-                    }
-                    self.log(
-                        Event.POLICY_ACTION_FAILED,
-                        f"the park of {a.target} expired but unpark failed: {exc.message}",
-                        priority=ERR,
-                        component=a.target,
-                        error=exc.code,
-                    )
-                else:
-                    if a.verb == "restore" and a.file_name:
-                        obs = self.engine.store.observed().get(f"live/{a.file_name}")
-                        if obs is not None:  # not retried on these bytes in this directory
-                            self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
-                    self.log(
-                        Event.POLICY_ACTION_FAILED,
-                        f"{a.file_name or a.target}: {a.verb} of {a.target} failed: {exc.message}",
-                        priority=ERR,
-                        component=a.target,
-                        file_name=a.file_name,
-                        error=exc.code,
-                    )
+                self._action_failed(a, exc)
             else:
                 if a.verb == "unpark":
                     self.runtime_problems.pop(f"unpark:{a.target}", None)
+
+    def _log_restored(self, a: Action, res: Any) -> None:
+        """RESTORED_LAST_GOOD for the restore ``a`` the engine carried out (``res``, its Result);
+        the file is no longer an invalid-live problem, nor a restore that failed."""
+        new = _get(_get(res, "version"), "seq")
+        source = (_get(res, "extra") or {}).get("restored_version")
+        self.invalid_live.pop(a.file_name or "", None)
+        self._restore_failed.pop(a.file_name or "", None)
+        self.log(
+            Event.RESTORED_LAST_GOOD,
+            f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
+            f"over an invalid external write; recorded as version {new}",
+            priority=WARNING,
+            component=a.target,
+            file_name=a.file_name,
+            version=new,
+            restored_version=source,
+            digest=_get(res, "digest"),
+            reason=a.reason,
+        )
+
+    def _action_failed(self, a: Action, exc: StaticpodError) -> None:
+        """Say that the engine refused action ``a`` (``exc``), and keep what follows from it: a
+        file written again after it was judged is looked at again (never reverted); a failed
+        restore is not retried on the same bytes; an expired park that would not end is a problem."""
+        if exc.code == "changed-meanwhile" and a.file_name:
+            # written again after it was judged: recorded by the engine, never reverted;
+            # the next pass judges the new bytes (and restores them only if invalid)
+            self._say(f"{a.verb} {a.target} skipped: {exc.message}")
+            self._retry_names.add(a.file_name)
+            self._retry_at = time.monotonic() + RETRY_DELAY
+            return
+        self._say(f"{a.verb} {a.target} failed: {exc}")
+        if a.verb == "unpark":
+            rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
+            until = _get(rec, "until")
+            if until is not None:
+                self.failed_unparks[(a.target, until)] = exc.code
+            try:  # counted in staticpodd_failed_unparks_total (from the store: survives a restart)
+                self.engine.store.record_event(
+                    "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
+                    reason=a.reason, details={"error": exc.code, "until": until},
+                )
+            except StaticpodError:
+                pass
+            self.runtime_problems[f"unpark:{a.target}"] = {
+                "code": "park-expired-unpark-failed",
+                "severity": "error",
+                "component": a.target,
+                "path": None,
+                "message": f"the park of {a.target} expired but unpark failed: {exc.message}",
+            }
+            self.log(
+                Event.POLICY_ACTION_FAILED,
+                f"the park of {a.target} expired but unpark failed: {exc.message}",
+                priority=ERR,
+                component=a.target,
+                error=exc.code,
+            )
+            return
+        if a.verb == "restore" and a.file_name:
+            obs = self.engine.store.observed().get(f"live/{a.file_name}")
+            if obs is not None:  # not retried on these bytes in this directory
+                self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
+        self.log(
+            Event.POLICY_ACTION_FAILED,
+            f"{a.file_name or a.target}: {a.verb} of {a.target} failed: {exc.message}",
+            priority=ERR,
+            component=a.target,
+            file_name=a.file_name,
+            error=exc.code,
+        )
 
     def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
         """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""

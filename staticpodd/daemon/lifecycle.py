@@ -18,10 +18,9 @@ from typing import Any
 from .. import __version__
 from ..errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError, StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
-from ..watch import Hints, Watcher, open_writers
-from .base import PID_FILE, RETRY_DELAY
+from ..watch import Hints, Watcher, hidden_from_proc
+from .base import PID_FILE, RETRY_DELAY, TRIM_QUIET
 from .loop import LoopMixin
-from .memory import release_memory
 
 
 class Daemon(LoopMixin):
@@ -146,14 +145,19 @@ class Daemon(LoopMixin):
             self.log(Event.DAEMON_START_FAILED, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
             self._shutdown(status=f"failed: {exc}")
             return exc.exit_status if exc.exit_status != EXIT_OK else EXIT_FAILURE
+        # before READY=1, so that a write right after it is served at once: may we see writers in
+        # /proc (asked once, cheaply), and what a restore on a writer's close needs, imported
+        denied = hidden_from_proc()
+        try:
+            self._prepare_close_path()
+        except Exception:  # pragma: no cover - a bug there shows again, and is reported, on the first close
+            pass
         self.state = "running"
         self.ready = True
         status = self._status_line()
         self._heartbeat()  # before READY=1: whoever waits for READY sees a current heartbeat
         self.notifier.ready(status)
         self._last_status = status
-        denied: set[int] = set()
-        open_writers("/", denied=denied)  # probe (any path that exists): may we see writers in /proc?
         self.log(
             Event.DAEMON_STARTED,
             f"staticpodd {__version__} watching {self.layout.manifest_dir}: {status}",
@@ -164,9 +168,10 @@ class Daemon(LoopMixin):
             writer_inspection="inotify" if denied else "proc+inotify",
         )
         self._note_proc_denied(denied)
-        self._heartbeat()
-        release_memory()  # what the first pass parsed; once more when the journal has sent its entries
+        # what the first pass parsed is given back once the daemon has been quiet for a moment
+        # (the loop's trim): a write that comes right after READY=1 is not kept waiting for it
         self._trim_due = True
+        self._trim_after = time.monotonic() + TRIM_QUIET
         stop_status = None
         try:
             self._loop()

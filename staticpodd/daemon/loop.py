@@ -16,17 +16,18 @@ from collections.abc import Iterable
 from .. import fsops
 from ..errors import StaticpodError
 from ..journal import ERR, INFO, WARNING, Event
-from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings, stray_by_name
+from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings
 from ..watch import DIRECTORY
-from .base import RETRY_DELAY, _get
+from .base import RETRY_DELAY, TRIM_QUIET, _get
 from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
 from .memory import release_memory
+from .onclose import CloseMixin
 from .policies import PlanMixin
 from .reload import ReloadMixin
 
 
-class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
+class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
     """The event loop, reconcile scheduling and retries."""
 
     def _loop(self) -> None:
@@ -72,17 +73,22 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
                 next_rescan = time.monotonic() + self.config.rescan_interval
             elif names or parks_due:
                 self._reconcile(names=sorted(names))
+            if full or names or parks_due:
+                self._trim_after = time.monotonic() + TRIM_QUIET
             next_prune = self._prune_if_due(next_prune)
             self._publish_status()
             self._heartbeat()
-            if self._trim_due and getattr(self.journal, "idle", lambda: True)():
-                release_memory()  # after a validation of the directory, once its reports are sent
+            journal_idle = getattr(self.journal, "idle", lambda: True)()
+            if self._trim_due and journal_idle and time.monotonic() >= self._trim_after:
+                # after a validation of the directory, once its reports are sent and nothing has
+                # been done for TRIM_QUIET: a write that comes meanwhile is served first
+                release_memory()
                 self._trim_due = False
             # sleep until the next thing to do
             now = time.monotonic()
             wake = [next_rescan, now + HEARTBEAT_INTERVAL]
-            if self._trim_due:
-                wake.append(now + 1.0)  # the journal is still sending: look again soon
+            if self._trim_due:  # while the journal is still sending, look again a second later
+                wake.append(max(self._trim_after, now if journal_idle else now + 1.0))
             if next_prune is not None:
                 wake.append(next_prune)
             if wd_interval is not None:
@@ -104,58 +110,6 @@ class LoopMixin(PlanMixin, ExecuteMixin, ReloadMixin):
             except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for safety
                 pass
             self.hints.drain()
-
-    def _refused_on_close(self) -> set[str]:
-        """Live files a writer just closed whose bytes the kubelet refuses, under
-        ``on_invalid: restore``: their pending hints are dropped so that this pass of the loop
-        looks at them (and restores them) at once instead of after the debounce.
-
-        The kubelet keeps the old pod only until its next relist (KUBELET.md "What a broken file
-        does to a running pod"): with the 0.3 s debounce a 20 s relist fell inside the window 1
-        time in 10 (issue 10); acting on the close shrinks the window to the restore itself.
-        The cheap check (:func:`staticpodd.refused.kubelet_refuses`) decides only when to look;
-        whether to restore stays the gate's verdict in the reconcile.
-        """
-        assert self.hints is not None
-        closed = self.hints.take_closed()
-        if not closed or getattr(self.config, "on_invalid", "alert") != "restore":
-            return set()
-        from ..refused import kubelet_refuses
-        from ..watch import Hint
-
-        out: set[str] = set()
-        for name in closed:
-            if name.startswith(".") or stray_by_name(name) or self.hints.writes.since(name) is not None:
-                continue
-            try:
-                data = (self.layout.manifest_dir / name).read_bytes()
-            except OSError:
-                continue
-            if kubelet_refuses(data):
-                self.hints.discard(Hint("file", name))
-                out.add(name)
-        if out:
-            self._restore_now(out)
-        return out
-
-    def _restore_now(self, names: set[str]) -> None:
-        """Scan ``names`` and carry out what :func:`plan_changes` decides for them (the restore),
-        before the directory-wide findings: those cost a validation of every live file and are
-        refreshed by the reconcile of the same names that follows in this pass of the loop.
-        Any failure is left to that reconcile (it retries and reports)."""
-        try:
-            with self.engine.locked():
-                self._scan_stats = self._live_stats()
-                changes = self.engine.scan(sorted(names), validate=True, log=False)
-                plan = plan_changes(changes, self.config, sizes=self._sizes(), relist=self._relist())
-                self._track_changes(changes)
-                self._execute(plan)
-        except StaticpodError as exc:
-            self._say(f"restore on close of {', '.join(sorted(names))} deferred: {exc}")
-        except Exception as exc:  # a bug: reported, and the reconcile that follows still runs
-            self.log(Event.DAEMON_ERROR, f"internal error in the restore on close of {', '.join(sorted(names))} "
-                     f"(left to the reconcile; still serving): {type(exc).__name__}: {exc}", priority=ERR,
-                     error="internal-error")
 
     def _prune_if_due(self, next_prune: float | None) -> float | None:
         """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when

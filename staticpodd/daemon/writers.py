@@ -13,6 +13,7 @@ import time
 
 from ..journal import NOTICE, WARNING, Event
 from ..watch import WRITE_STALL, Writer, open_writers
+from ..writelease import open_for_writing
 from .base import DaemonBase
 
 
@@ -61,7 +62,9 @@ class WriterHoldsMixin(DaemonBase):
         the scan, so the bytes judged are not the bytes on disk (someone is writing; the new
         event or the re-check brings it back). ``("writer", writers)``: a slow, non-atomic write
         is in progress: a process still holds it open for writing (``writers``, from
-        :func:`staticpodd.watch.open_writers`), or inotify saw it change and not yet closed
+        :func:`staticpodd.watch.open_writers`; that ``/proc`` scan runs only when the kernel does
+        not say that nobody has the file open for writing, :func:`staticpodd.writelease.
+        open_for_writing`), or inotify saw it change and not yet closed
         (:class:`staticpodd.watch.OpenWrites`; ``writers`` is then empty: without CAP_SYS_PTRACE
         /proc does not show other processes' descriptors). Renaming a version over it then would
         leave the writer writing into an unlinked inode, and its complete bytes would never reach
@@ -76,9 +79,11 @@ class WriterHoldsMixin(DaemonBase):
             return None  # gone: the engine's own checks report it
         if self._scan_stats.get(file_name) != (st.st_size, st.st_mtime_ns, st.st_ino):
             return "changed", []
-        denied: set[int] = set()
-        writers = open_writers(path, denied=denied)
-        self._note_proc_denied(denied)
+        writers: list[Writer] = []
+        if open_for_writing(path, st) is not False:  # some process may write it: /proc names it
+            denied: set[int] = set()
+            writers = open_writers(path, denied=denied)
+            self._note_proc_denied(denied)
         since = self.hints.writes.since(file_name) if self.hints is not None else None
         if not writers and since is None:
             self._stalled.discard(file_name)

@@ -96,9 +96,93 @@ class GateCore(EngineCore):
                 code=exc.findings[0].code if exc.findings else None,
             )
             raise
-        self.store.set_verdict(digest, validator_id(), True)
-        self.store.set_identity(digest, (manifest.namespace, manifest.name))
+        self._cache_passed(digest, manifest)
         return manifest, warnings
+
+    def _cache_passed(self, digest: str, manifest: Any) -> None:
+        """Cache that bytes ``digest`` pass the gate and define pod ``manifest`` (namespace, name),
+        in one transaction. Both rows are caches (lost, they are computed again), so the commit
+        is not synced on its own (:meth:`staticpodd.store.VersionStore.relaxed`): an intent
+        committed before the rename that follows, or the next checkpoint, makes it durable."""
+        from ..resources import validator_id
+
+        if self.store.readonly:
+            return  # caches: a read-only store does without
+        with self.store.relaxed():
+            self.store.set_verdict(digest, validator_id(), True)
+            self.store.set_identity(digest, (manifest.namespace, manifest.name))
+
+    #: (digest, options, node name) -> what :meth:`judge_recorded` found: ``(manifest, warnings)``
+    #: or None (fails). Per engine; the daemon builds a new engine on every reload.
+    _judged: dict[tuple[str, Any, str], tuple[Any, list[Any]] | None] | None = None
+    #: How many verdicts :meth:`judge_recorded` keeps in memory (the oldest goes first).
+    JUDGED_KEEP = 16
+
+    def judge_recorded(self, data: bytes, display_path: str) -> tuple[Any, list[Any]] | None:
+        """The gate's verdict on recorded bytes that a restore may put back: ``(manifest,
+        warnings)`` when they pass (``manifest`` carries name, namespace and digest, not the
+        document), None when they fail. Nothing is logged (a restore walks back over invalid
+        versions in silence).
+
+        Kept in memory for this engine's life by (digest, validation options, node name), and
+        in the store's verdict cache under :meth:`_judged_key` (the validator's code, the
+        options, the node's name and capacity: everything the verdict depends on), written only
+        under the lock: a daemon that restores the same version again, also after a restart,
+        does not validate it again, and :meth:`apply` given the verdict (``gated``) does not run
+        the gate a second time. What a kept verdict cannot follow: the ``hostpath-missing``
+        *warnings* look at paths on the host (they never decide whether bytes pass); one read
+        back from the store carries no warnings.
+        """
+        from ..decoded import Manifest
+        from ..validate import gate
+
+        options = self.validate_options()
+        digest = digest_of(data)
+        key = (digest, options, options.resolved_node_name())
+        memo = self._judged
+        if memo is None:
+            memo = self._judged = {}
+        if key in memo:
+            return memo[key]
+        store = self.store if self.layout.db_path.exists() else None
+        vkey = self._judged_key(options)
+        kept = store.verdict(digest, vkey) if store is not None else None
+        ident = store.identity(digest) if store is not None and kept else None
+        found: tuple[Any, list[Any]] | None
+        if kept is False:
+            found = None
+        elif kept and ident is not None and ident[0] is not None and ident[1] is not None:
+            found = (Manifest({}, ident[1], ident[0], digest), [])
+        else:
+            try:
+                manifest, warnings = gate(data, display_path, options)
+            except InvalidManifest:
+                found = None
+            else:
+                found = (Manifest({}, manifest.name, manifest.namespace, manifest.digest), warnings)
+            if store is not None and self._lock.held and not store.readonly:
+                with store.relaxed():  # a cache: made durable by the intent that follows, if any
+                    store.set_verdict(digest, vkey, found is not None)
+                    if found is not None:
+                        store.set_identity(digest, (found[0].namespace, found[0].name))
+        while len(memo) >= self.JUDGED_KEEP:
+            del memo[next(iter(memo))]
+        memo[key] = found
+        return found
+
+    @staticmethod
+    def _judged_key(options: Any) -> str:
+        """The store's verdict-cache key of :meth:`judge_recorded`: a hash of the validator's
+        code and schemas (:func:`staticpodd.resources.validator_id`), the validation options,
+        and what they leave to the host (its node name, CPU and memory capacity: the node-fit
+        check reads /proc when ``node_capacity`` is not set). Other keys than ``gate``'s own
+        (:func:`validator_id` alone, which ``unpark`` trusts): a restore must judge by the
+        options in force."""
+        from ..resources import validator_id
+        from ..validate.nodefit import node_capacity
+
+        facts = (validator_id(), repr(options), options.resolved_node_name(), node_capacity(options))
+        return "restore/" + digest_of(repr(facts).encode())[:32]
 
     def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from ..validate import gate

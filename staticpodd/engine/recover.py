@@ -16,8 +16,9 @@ from pathlib import Path
 from .. import fsops
 from ..errors import StoreError
 from ..journal import NOTICE, Event
-from ..store import ParkRecord, Version, digest_of
+from ..store import Observed, ParkRecord, Version, digest_of
 from .core import EngineCore
+from .model import EXTERNAL
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
@@ -56,12 +57,17 @@ class RecoverVerbs(EngineCore):
                 cur = self._state_at(dst_loc, fn)
                 if cur is not None and digest_of(cur.data) == p["new_digest"]:
                     with self.store.transaction():
+                        if p.get("external"):  # the bytes it replaced, recorded first, as they came
+                            self._record_external(intent.component, fn, dst_loc, p["external"])
                         self._record_swap(intent.component, fn, dst_loc, cur.data, cur, p)
                         self.store.end_intent(intent.id)
                     outcome = "finished"
                 else:
                     fsops.remove(Path(p["staged"]))
-                    self.store.end_intent(intent.id)
+                    with self.store.transaction():
+                        if p.get("external"):  # they were on disk: history has them, as a scan would
+                            self._record_external(intent.component, fn, dst_loc, p["external"])
+                        self.store.end_intent(intent.id)
             elif intent.op in ("park", "unpark"):
                 src_loc, dst_loc = ("live", "parked") if intent.op == "park" else ("parked", "live")
                 src = self._state_at(src_loc, fn)
@@ -116,6 +122,27 @@ class RecoverVerbs(EngineCore):
             self.store.set_park(ParkRecord(comp, fn, v.digest, reopen["parked_at"], reopen.get("until"),
                                            reopen["actor"], reopen.get("actor_via"), reopen.get("reason")))
         return v
+
+    def _record_external(self, comp: str, fn: str, loc: str, ext: dict[str, Any]) -> Version | None:
+        """Record bytes someone else wrote at ``loc``/``fn`` that an operation read, judged and
+        replaced before recording them (the daemon's restore on a writer's close,
+        :meth:`staticpodd.engine.swap.SwapVerbs.restore_last_good` with ``unrecorded``), as the
+        drift scan would have: a version by ``external`` (an event when they are the newest
+        version already) and what was observed there. ``ext``: the intent's ``external``
+        (``digest``, ``mode``, ``uid``, ``gid``, ``reason``); the bytes were stored with the intent
+        (:meth:`VersionStore.keep_bytes`). Returns the version, None when only an event was."""
+        digest = ext["digest"]
+        head = self.store.head(comp)
+        version = None
+        if head is None or head.digest != digest:
+            version = self.store.record(comp, fn, self.store.data(digest), action="external", actor=EXTERNAL,
+                                        reason=ext.get("reason"), mode=ext.get("mode"), uid=ext.get("uid"),
+                                        gid=ext.get("gid"), location=loc)
+        else:
+            self.store.record_event("modified", component=comp, file_name=fn, actor=EXTERNAL,
+                                    details={"location": loc, "digest": digest})
+        self.store.set_observed(Observed(comp, fn, loc, digest, ext.get("mode"), ext.get("uid"), ext.get("gid")))
+        return version
 
     def _record_park(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> tuple[Version, ParkRecord]:
         v = self.store.record(

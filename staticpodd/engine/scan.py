@@ -31,7 +31,8 @@ class ScanVerbs(GateCore):
 
     # -- drift / scan ---------------------------------------------------------------------------
 
-    def scan(self, names: Iterable[str] | None = None, *, validate: bool = False, log: bool = True) -> list[Change]:
+    def scan(self, names: Iterable[str] | None = None, *, validate: bool = False, log: bool = True,
+             synced: bool = True) -> list[Change]:
         """Compare the directory (live files and parked copies) with the last observed state and
         record every difference as the work of someone else (actor ``external``).
 
@@ -42,12 +43,15 @@ class ScanVerbs(GateCore):
         Caller must hold the lock (``with engine.locked()``). Returns the changes, in file order.
         Everything one scan records is one transaction (one commit, however many files changed:
         adopting a node's directory is linear), and the directory is listed once per scan.
+        ``synced=False``: that commit has no fsync of its own (:meth:`VersionStore.relaxed`), for
+        the daemon's restore on a writer's close: what it records is still on disk, and the
+        restore's intent, committed synced before its rename, makes the record durable first.
         """
         self._listing = None
         try:
             if self.store.readonly:
                 return self._scan(names, validate=validate, log=log)
-            with self.store.transaction():
+            with self.store.transaction() if synced else self.store.relaxed():
                 return self._scan(names, validate=validate, log=log)
         finally:
             self._listing = None

@@ -13,7 +13,7 @@ import os
 import re
 
 from .. import fsops
-from ..errors import Conflict, FsError, LiveFileExists, StoreError, UnknownComponent, UsageError
+from ..errors import Conflict, FsError, LiveFileExists, StaticpodError, StoreError, UnknownComponent, UsageError
 from ..journal import NOTICE, Event
 from ..layout import MANIFEST_SUFFIXES, component_of
 from ..store import Version, digest_of
@@ -24,6 +24,8 @@ from .recover import RecoverVerbs
 from .scan import ScanVerbs
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Names ``apply --as`` accepts for a new component (the kubelet would read any non-dot name; we
 #: keep to names that are safe in file names, shells and ``COMPONENT@N`` specs).
@@ -94,6 +96,8 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         expect_digest: str | None = None,
         rename: bool = False,
         restoring: Version | None = None,
+        gated: tuple[Any, list[Any]] | None = None,
+        unrecorded: fsops.FileState | None = None,
     ) -> Result:
         """Validate ``data`` and swap it in atomically as the new version of a component.
 
@@ -110,17 +114,32 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         restore put recorded bytes back and never ask. A live file whose pod is parked under
         another component (it would start the parked pod again behind the park's back).
         Raises InvalidManifest, Conflict, UsageError, HookFailed, LockTimeout, FsError.
+
+        ``action="restore"`` (:meth:`restore_last_good`, the daemon's): ``restoring`` is the
+        recorded version put back and ``gated`` its verdict from :meth:`judge_recorded` (the
+        bytes are not validated again); there is no drift scan of the directory (the daemon
+        records drift in its own passes): the file's own bytes are recorded before they are
+        judged (:meth:`_settled_state`), as for every verb, unless the caller read and judged them
+        itself: ``unrecorded`` is then the live file as the caller read it (under this lock;
+        ``expect_digest`` its digest), recorded as a version by ``external`` only after the rename,
+        in the transaction that records the restore. Crash-safe: its bytes are stored with the
+        intent, committed before the rename, and :meth:`recover` records them from there (then the
+        restore); when the rename does not happen they are recorded before the error is raised
+        (``details["external_version"]``), so they are in history whatever happens. Its
+        ``result.extra["external_version"]`` is their version (None: they were the newest version
+        already, an event says they came back).
         """
         if check:
             return self._apply_inner(data, source, component, reason, True, unpark, action, expect_digest, rename,
-                                     restoring)
+                                     restoring, gated)
         with self.nothing_changed_on_error(), self.locked():
             return self._apply_inner(data, source, component, reason, False, unpark, action, expect_digest, rename,
-                                     restoring)
+                                     restoring, gated, unrecorded)
 
     def _apply_inner(self, data: bytes, source: str, component: str | None, reason: str | None, check: bool,
                      unpark: bool, action: str, expect_digest: str | None, rename: bool = False,
-                     restoring: Version | None = None) -> Result:
+                     restoring: Version | None = None, gated: tuple[Any, list[Any]] | None = None,
+                     unrecorded: fsops.FileState | None = None) -> Result:
         if not check:
             fsops.ensure_private_dirs(self.layout)
         target = self._target_for_apply(source, component)
@@ -129,7 +148,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         # as the parked copy and the park is re-opened, never started behind the park's back.
         lost_park = (self.store.park_of(comp) if target.location is None and self.layout.db_path.exists()
                      else None)
-        if not check:
+        if not check and action != "restore":  # a restore is the daemon's, which records drift itself
             self._scan_before_change(fn)  # records the parked copy's removal (and closes the park)
             target = self.resolve(fn) if (target.live or target.parked) else target
         loc = "parked" if target.parked and not target.live else "live"
@@ -137,6 +156,9 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             loc = "parked"
         if check:
             cur = self._state_at(loc, fn) if target.location else None
+        elif unrecorded is not None:
+            assert loc == "live", "unrecorded bytes are a live file's, read under this lock"
+            cur = unrecorded  # read and judged by the caller; recorded after the rename
         else:
             cur = self._settled_state(comp, loc, fn, action)
         if expect_digest is not None and (cur is None or digest_of(cur.data) != expect_digest):
@@ -148,7 +170,12 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 raise Conflict(f"{fn} changed while you were editing it", path=str(self._path(loc, fn)), hint=hint)
             raise self._changed_meanwhile(comp, fn, loc, action, expect_digest, digest_of(data),
                                           cur) from None
-        manifest, warnings = self.gate(data, source, component=comp) if not check else self._gate_ro(data, source)
+        if gated is not None:
+            manifest, warnings = gated
+        elif check:
+            manifest, warnings = self._gate_ro(data, source)
+        else:
+            manifest, warnings = self.gate(data, source, component=comp)
         if not rename and action in ("apply", "edit"):
             self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
                                       manifest.name, action)
@@ -174,10 +201,15 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             check_others()
         new_digest = digest_of(data)
         old_digest = digest_of(cur.data) if cur else None
-        label_a = f"{comp} (current)" if cur else "/dev/null"
-        diff = unified_diff(cur.data if cur else None, data, label_a, f"{comp} (new)")
-        pair = {"before": (cur.data if cur else b"").decode("utf-8", "replace"), "before_header": label_a,
-                "after": data.decode("utf-8", "replace"), "after_header": f"{comp} (new)"}
+
+        def diff_of() -> tuple[str, dict[str, str]]:
+            """The diff shown and the (before, after) pair of ``--diff``: made for the result only
+            (never before a rename: the kubelet waits for nothing it does not need)."""
+            label_a = f"{comp} (current)" if cur else "/dev/null"
+            pair = {"before": (cur.data if cur else b"").decode("utf-8", "replace"), "before_header": label_a,
+                    "after": data.decode("utf-8", "replace"), "after_header": f"{comp} (new)"}
+            return unified_diff(cur.data if cur else None, data, label_a, f"{comp} (new)"), pair
+
         if old_digest == new_digest:
             res = Result(action, comp, fn, False, f"{comp}: unchanged ({fn}, {loc})", location=loc,
                          version=self.store.head(comp) if self.layout.db_path.exists() else None,
@@ -197,6 +229,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         if check:
             where = "parked copy of " if loc == "parked" else ""
             msg = f"{comp}: would {action} {where}{fn}" + (" and unpark it" if loc == "parked" and unpark else "")
+            diff, pair = diff_of()
             return Result(action, comp, fn, True, msg, location=loc, previous_digest=old_digest, digest=new_digest,
                           diff=diff, warnings=warnings, check=True, diff_pair=pair)
         if self._hooks("pre", verb, component=comp, file_name=fn, reason=reason, digest=new_digest) and (
@@ -228,8 +261,16 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             payload["reopen_park"] = {"parked_at": lost_park.parked_at, "until": lost_park.until,
                                       "actor": lost_park.actor, "actor_via": lost_park.actor_via,
                                       "reason": lost_park.reason}
+        external = None
+        if unrecorded is not None and cur is not None:  # the bytes replaced: kept with the intent
+            external = {"digest": old_digest, "mode": cur.mode, "uid": cur.uid, "gid": cur.gid,
+                        "reason": "found modified"}
+            payload["external"] = external
         try:
-            intent = self.store.begin_intent("swap", comp, payload)
+            with self.store.transaction():
+                if unrecorded is not None:
+                    self.store.keep_bytes(unrecorded.data)
+                intent = self.store.begin_intent("swap", comp, payload)
         except StoreError:
             try:
                 fsops.remove(staged)
@@ -242,12 +283,17 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
             late = fsops.replace_checked(staged, dst, old_digest)
         except fsops.ChangedUnderfoot as exc:
             fsops.remove(staged)
-            self.store.end_intent(intent)
-            raise self._changed_meanwhile(comp, fn, loc, action, old_digest, new_digest, exc.state) from None
+            ext = self._end_unrenamed(intent, comp, fn, loc, external)
+            err = self._changed_meanwhile(comp, fn, loc, action, old_digest, new_digest, exc.state)
+            if ext is not None:
+                err.details["external_version"] = ext.seq
+            raise err from None
         except (FsError, LiveFileExists) as exc:
             if not dst.exists() or digest_of(dst.read_bytes()) != new_digest:
                 fsops.remove(staged)
-                self.store.end_intent(intent)
+                ext = self._end_unrenamed(intent, comp, fn, loc, external)
+                if ext is not None:
+                    exc.details["external_version"] = ext.seq
                 exc.message += "; nothing was changed"
                 exc.details["reached_kubelet"] = False
             else:  # renamed, then the directory fsync failed: in place, recorded by recover
@@ -261,6 +307,7 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         with self._after_rename(f"{fn} is in place: the kubelet runs the new manifest ({new_digest[:12]})"
                                 if loc == "live" else f"the parked copy of {fn} is updated ({new_digest[:12]})"), \
                 self.store.transaction():
+            ext = self._record_external(comp, fn, loc, external) if external is not None else None
             if late is not None:  # written in the instant between the check and the swap: kept in history
                 lv = self.store.record(comp, fn, late.data, action="external", actor=EXTERNAL,
                                        reason=f"written during the {action} swap", mode=late.mode, uid=late.uid,
@@ -269,8 +316,11 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                     str(dst), f"{fn} was written by someone else in the instant of the swap; that write is "
                     f"recorded as version {lv.seq} ({lv.digest[:12]}) and was replaced", code="changed-meanwhile")]
             version = self._record_swap(comp, fn, loc, data, st, payload)
+            if gated is not None:  # what gate() caches, for bytes judged by judge_recorded()
+                self._cache_passed(new_digest, manifest)
             self.store.end_intent(intent)
         fsops.crashpoint("swap:recorded")
+        diff, pair = diff_of()
         event = {"apply": Event.APPLIED, "edit": Event.EDITED, "rollback": Event.ROLLED_BACK}.get(action, Event.APPLIED)
         if loc == "parked":
             event = Event.PARKED_COPY_UPDATED
@@ -293,8 +343,21 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 res.warnings = warnings
                 res.changed = True
                 return res
-        return Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
-                      digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
+        res = Result(action, comp, fn, True, msg, location=loc, version=version, previous_digest=old_digest,
+                     digest=new_digest, diff=diff, warnings=warnings, diff_pair=pair)
+        if external is not None:
+            res.extra["external_version"] = ext.seq if ext is not None else None
+        return res
+
+    def _end_unrenamed(self, intent: int, comp: str, fn: str, loc: str,
+                       external: dict[str, Any] | None) -> Version | None:
+        """End the intent of a swap whose rename did not happen; the bytes the caller left
+        unrecorded (``external``) are still what was there: recorded in the same transaction.
+        Returns their version (None: nothing to record, or only an event was)."""
+        with self.store.transaction():
+            ext = self._record_external(comp, fn, loc, external) if external is not None else None
+            self.store.end_intent(intent)
+        return ext
 
     def _new_file_would_duplicate(self, comp: str, fn: str, namespace: str, name: str, exc: Conflict) -> Conflict:
         """``exc`` for an apply that would add a new file ``comp`` for a pod another live file
@@ -359,7 +422,8 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                         f"{', '.join(map(str, skipped))}: invalid")
         return res
 
-    def restore_last_good(self, name: str, *, reason: str, judged_digest: str | None = None) -> Result:
+    def restore_last_good(self, name: str, *, reason: str, judged_digest: str | None = None,
+                          unrecorded: fsops.FileState | None = None) -> Result:
         """Put back the newest recorded version of ``name`` that passes the gate (daemon policy
         ``on_invalid: restore``). The bad bytes stay in history. The caller logs
         RESTORED_LAST_GOOD (it knows why). Raises Conflict when no recorded version passes.
@@ -369,17 +433,58 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
         the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
         is raised instead (the caller looks again). The digest is compared once here and again
         right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
+
+        ``unrecorded``: the live file ``name`` (its file name then, not a component's) as the
+        caller read and judged it under the lock it holds, not recorded yet (the daemon's restore
+        on a writer's close; UsageError when ``name`` is not that file): its bytes are recorded as a
+        version by ``external`` after the rename instead of before, and the digest it is compared
+        with right before the rename is theirs (see :meth:`apply`). If the restore fails they are
+        recorded before the error is raised (``details["external_version"]``), unless the
+        restored bytes are in place already (``details["reached_kubelet"]``): :meth:`recover`
+        records both.
+
+        Each recorded version it looks at is validated once (:meth:`judge_recorded`, memoised),
+        and history is read a page at a time, newest first.
         """
         with self.nothing_changed_on_error(), self.locked():
-            return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+            if unrecorded is None:
+                return self._restore_last_good(name, reason=reason, judged_digest=judged_digest)
+            target = self.resolve(name)
+            if not target.live or target.file_name != name:
+                raise UsageError(f"{name!r} is not the live file whose unrecorded bytes were read")
+            try:
+                return self._restore_last_good(name, reason=reason, judged_digest=digest_of(unrecorded.data),
+                                               unrecorded=unrecorded)
+            except StaticpodError as exc:
+                if not exc.details.get("reached_kubelet") and "external_version" not in exc.details:
+                    self._record_unrecorded(name, unrecorded, exc)
+                raise
 
-    def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None) -> Result:
+    def _record_unrecorded(self, name: str, unrecorded: fsops.FileState, exc: StaticpodError) -> None:
+        """A restore given ``unrecorded`` bytes failed before its intent: record them now (they
+        are what was on disk), and name their version in ``exc.details["external_version"]``. A
+        store that cannot record them leaves them to the next scan (they are still on disk)."""
+        try:
+            target = self.resolve(name)
+            with self.store.transaction():
+                ext = self._record_external(target.component, target.file_name, "live", {
+                    "digest": self.store.keep_bytes(unrecorded.data), "mode": unrecorded.mode,
+                    "uid": unrecorded.uid, "gid": unrecorded.gid, "reason": "found modified"})
+        except StaticpodError:
+            return
+        exc.details["external_version"] = ext.seq if ext is not None else None
+
+    def _restore_last_good(self, name: str, *, reason: str, judged_digest: str | None,
+                           unrecorded: fsops.FileState | None = None) -> Result:
         target = self.resolve(name)
         comp = target.component
         present = bool(target.live or target.parked)
-        _, cur, _ = self.current_bytes(comp) if present else (target, b"", "live")
+        if unrecorded is not None:
+            cur, present = unrecorded.data, True
+        else:
+            _, cur, _ = self.current_bytes(comp) if present else (target, b"", "live")
         bad = digest_of(cur) if present else None  # an emptied file has a digest too (B05-empty.yaml)
-        if judged_digest is not None:
+        if judged_digest is not None and unrecorded is None:
             if bad != judged_digest:
                 now = self._state_at("live", target.file_name)
                 err = self._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
@@ -390,15 +495,19 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                                   if err.details.get("recorded_version") else ""))
                 raise err
         seen: set[str] = set()
-        for v in reversed(self.store.history(comp)):
-            if v.digest == bad or v.digest in seen:
-                continue
-            seen.add(v.digest)
-            data = self.store.data(v.digest)
-            ok, _ = self._verdict(data, f"{comp}@{v.seq}", comp)
-            if ok:
-                res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
-                                 action="restore", restoring=v, expect_digest=judged_digest)
-                res.extra["restored_version"] = v.seq
-                return res
+        page = self.store.older(comp)  # newest first, a page at a time: the history can be long
+        while page:
+            for v in page:
+                if v.digest == bad or v.digest in seen:
+                    continue
+                seen.add(v.digest)
+                data = self.store.data(v.digest)
+                gated = self.judge_recorded(data, f"{comp}@{v.seq}")  # the one validation of these bytes
+                if gated is not None:
+                    res = self.apply(data, source=f"{comp}@{v.seq}", component=target.file_name, reason=reason,
+                                     action="restore", restoring=v, expect_digest=judged_digest, gated=gated,
+                                     unrecorded=unrecorded)
+                    res.extra["restored_version"] = v.seq
+                    return res
+            page = self.store.older(comp, page[-1].seq)
         raise Conflict(f"{comp} has no recorded version that passes validation", hint="fix the file by hand")

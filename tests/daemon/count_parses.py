@@ -2,7 +2,11 @@
 """Run the real staticpodd daemon (``python -m staticpodd.daemon`` ARGS) with every YAML parse,
 JSON manifest decode and validation call counted: each call appends ``<kind> <epoch>`` to the
 file named by $STATICPODD_COUNT_PARSES. For tests/daemon/test_rescan_cost.py (issue 14: a full
-rescan of an unchanged directory does no YAML parsing or validation).
+rescan of an unchanged directory does no YAML parsing or validation). With
+$STATICPODD_COUNT_ORDER, each restore (``restore``) and each memory trim (``trim``) is appended
+to that file too, in the order the daemon makes them, and at each rename of a restore on a
+writer's close, how many modules were imported since the close was looked at
+(``imported-before-rename N``).
 
 The counters wrap the module-level functions before anything else imports them, so every
 ``from .manifest import …`` in the daemon binds to the counting wrapper.
@@ -53,5 +57,52 @@ if os.environ.get("STATICPODD_COUNT_SCANS"):  # every Engine.scan too (a quiet p
     staticpodd.engine.scan.ScanVerbs.scan = _counted_scan  # type: ignore[method-assign]
 
 from staticpodd.daemon import main  # noqa: E402
+
+if os.environ.get("STATICPODD_COUNT_ORDER"):  # each restore and each memory trim, in the daemon's order
+    import staticpodd.daemon.lifecycle  # noqa: E402
+    import staticpodd.daemon.loop  # noqa: E402
+    import staticpodd.engine.swap  # noqa: E402
+
+    _order = open(os.environ["STATICPODD_COUNT_ORDER"], "a", buffering=1)  # noqa: SIM115
+
+    def _noting(what: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            _order.write(f"{what} {time.time():.6f}\n")
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    for _mod in (staticpodd.daemon.loop, staticpodd.daemon.lifecycle):  # the name each module calls
+        if hasattr(_mod, "release_memory"):
+            _mod.release_memory = _noting("trim", _mod.release_memory)  # type: ignore[attr-defined]
+    _swap = staticpodd.engine.swap.SwapVerbs
+    _swap.restore_last_good = _noting("restore", _swap.restore_last_good)  # type: ignore[method-assign]
+
+    # modules imported between a writer's close being looked at and the restore's rename
+    import staticpodd.fsops  # noqa: E402
+
+    _seen_close: list[int] = []
+    _loop = staticpodd.daemon.loop.LoopMixin
+    _on_close = _loop._refused_on_close
+
+    @functools.wraps(_on_close)
+    def _counted_close(self: Any) -> Any:
+        _seen_close[:] = [len(sys.modules)]
+        try:
+            return _on_close(self)
+        finally:
+            _seen_close.clear()
+
+    _loop._refused_on_close = _counted_close  # type: ignore[method-assign]
+    _replace = staticpodd.fsops.replace
+
+    @functools.wraps(_replace)
+    def _counted_replace(*args: Any, **kwargs: Any) -> Any:
+        if _seen_close:
+            _order.write(f"imported-before-rename {len(sys.modules) - _seen_close[0]}\n")
+        return _replace(*args, **kwargs)
+
+    staticpodd.fsops.replace = _counted_replace  # type: ignore[assignment]
 
 sys.exit(main(sys.argv[1:]))

@@ -7,6 +7,7 @@ journald and the daemon process are real.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -14,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from daemon_harness import REPO, head_digest, history, journal, make_root, sha, wait_journal, wait_until
+from daemon_harness import REPO, head_digest, history, journal, make_root, sha, staticpodctl, wait_journal, wait_until
 
 from staticpodd.watch import Hint, Hints, Watcher
 
@@ -191,9 +192,10 @@ def test_staticpodd_check_config_and_reload_do_not_take_the_pid_lock(tmp_path, r
 
 @pytest.mark.parametrize("crashpoint", ["swap:staged", "swap:intent"])
 def test_a_daemon_killed_mid_restore_is_followed_by_one_that_restores(tmp_path, run_daemon, monkeypatch, crashpoint):
-    """The first daemon records the invalid write, then dies (SIGKILL at a test crashpoint in the
-    engine's swap). The restarted one sees no change, yet must restore the invalid live file and
-    must not quarantine it."""
+    """The first daemon judges the invalid write, then dies (SIGKILL at a test crashpoint in the
+    engine's swap, before the rename). The restarted one finds it recorded (by the interrupted
+    restore's intent, or by its own scan), and must restore the invalid live file and must not
+    quarantine it."""
     root = make_root(tmp_path, "on_invalid: restore\non_stray: quarantine\ndebounce: 0.2\n")
     mdir = root / MANIFESTS
     live = mdir / "etcd.yaml"
@@ -210,3 +212,38 @@ def test_a_daemon_killed_mid_restore_is_followed_by_one_that_restores(tmp_path, 
     assert live.read_bytes() == good, f"not restored; quarantine holds {_quarantined(mdir)}"
     assert _quarantined(mdir) == []
     assert history(root, "etcd")[-1].action == "restore"
+
+
+def test_a_daemon_killed_between_the_restores_rename_and_its_record_leaves_a_store_the_next_start_completes(
+        tmp_path, run_daemon, monkeypatch):
+    """The restore on a writer's close records the refused bytes after its rename, with the
+    restore (they wait in the store, with the intent committed before the rename). Killed
+    between the rename and that record, the kubelet already has the good bytes back; the next
+    start records both, in the order they happened: the refused write by ``external``, then
+    the restore. Nothing is lost, nothing is left pending, nothing is restored twice."""
+    root = make_root(tmp_path, "on_invalid: restore\ndebounce: 5\n")  # the close, not the debounce
+    live = root / MANIFESTS / "etcd.yaml"
+    good = live.read_bytes()
+    bad = b"apiVersion: v1\nkind: Pod\n"
+    monkeypatch.setenv("STATICPODD_TEST_CRASHPOINT", "swap:renamed")
+    d = run_daemon(root)
+    monkeypatch.delenv("STATICPODD_TEST_CRASHPOINT")
+    d.wait_ready()
+    before = [v.digest for v in history(root, "etcd")]
+    with open(live, "wb") as fh:  # in place, as `cat bad > etcd.yaml`
+        fh.write(bad)
+    assert d.proc.wait(20) == -signal.SIGKILL
+    assert live.read_bytes() == good  # renamed: the kubelet runs the good bytes
+    d2 = run_daemon(root)
+    d2.wait_ready()
+    rec = wait_journal(root, "RECOVERED", lambda e: e.get("COMPONENT") == "etcd")
+    assert rec["OUTCOME"] == "finished"
+    hist = history(root, "etcd")
+    assert [v.digest for v in hist[: len(before)]] == before
+    assert [(v.action, v.actor, v.digest) for v in hist[len(before):]] == [
+        ("external", "external", sha(bad)), ("restore", "staticpodd", sha(good))]
+    assert live.read_bytes() == good
+    st = staticpodctl(root, "status", "--json")
+    assert st.returncode == 0 and json.loads(st.stdout)["interrupted"] == 0
+    assert list((root / MANIFESTS / ".staticpodd/staging").iterdir()) == []
+    assert journal(root, "RESTORED_LAST_GOOD") == []  # the first daemon died before logging it

@@ -13,6 +13,7 @@ real 60 s is not a unit test).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -201,6 +202,23 @@ class CappedDaemon(Daemon):
             stderr=self._stderr,
             cwd=str(REPO),
         )
+
+
+def test_the_start_up_probe_names_the_processes_the_proc_scan_cannot_see(tmp_path):
+    """``hidden_from_proc`` (the daemon's one probe at start: a listing and at most one readlink per
+    process) finds the processes whose descriptors ``open_writers`` is denied, under the unit's
+    capability bounding set; processes that come or go between the calls aside."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.fail("this test needs root and setpriv (util-linux), as in CI")
+    code = ("import json\nfrom staticpodd.watch import hidden_from_proc, open_writers\n"
+            "a = hidden_from_proc(); d = set(); open_writers('/', denied=d); c = hidden_from_proc()\n"
+            "print(json.dumps([sorted(a), sorted(d), sorted(c)]))\n")
+    out = subprocess.run([*SETPRIV, sys.executable, "-c", code], cwd=str(REPO), capture_output=True, text=True,
+                         check=True).stdout
+    before, denied, after = (set(x) for x in json.loads(out))
+    stable = before & after
+    assert 1 in stable  # pid 1 holds every capability
+    assert stable <= denied <= before | after
 
 
 @pytest.fixture

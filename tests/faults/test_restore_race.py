@@ -53,7 +53,7 @@ def test_120_invalid_then_valid_pairs_never_revert_the_valid_write(tmp_path: Pat
         assert not reverts, f"{len(reverts)} of {PAIRS} valid writes were reverted: {reverts}"
         versions = recorded(root, "kube-scheduler")
         # nothing lost: every valid write is a version, and every invalid one that stayed long
-        # enough to be read is too (the daemon records before it acts)
+        # enough to be read is too (the daemon records it before it acts, or with its restore)
         digests = {sha(r[4]) for r in versions}
         assert all(sha(good + b"# fixed by hand %d\n" % i) in digests for i in range(PAIRS))
         restores = [r for r in versions if r[2] == "restore"]
