@@ -271,3 +271,26 @@ def slow_writer(path: Path, first: bytes) -> subprocess.Popen[bytes]:
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert child.stdout is not None and child.stdout.readline().strip() == b"half"
     return child
+
+
+def hold_open(path: Path, mode: str) -> subprocess.Popen[str]:
+    """A child that opens ``path`` with ``mode`` (``"r+b"``, ``"ab"``, ``"wb"`` …), says "open",
+    and keeps it open until :func:`release` closes its stdin."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        fh = open({str(path)!r}, {mode!r})
+        print("open", flush=True)
+        sys.stdin.read()
+        """
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "open"
+    return child
+
+
+def release(child: subprocess.Popen[str]) -> None:
+    """Let a :func:`hold_open` child close its file and exit."""
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait(10)

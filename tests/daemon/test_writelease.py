@@ -9,47 +9,24 @@ writer holds the file.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
+from daemon_harness import hold_open, release
 
 from staticpodd.watch import open_writers
 from staticpodd.writelease import open_for_writing
-
-
-def _holder(path, mode: str) -> subprocess.Popen[str]:
-    """A child that opens ``path`` with ``mode``, says "open", and keeps it open until stdin closes."""
-    code = textwrap.dedent(
-        f"""
-        import sys
-        fh = open({str(path)!r}, {mode!r})
-        print("open", flush=True)
-        sys.stdin.read()
-        """
-    )
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None and child.stdout.readline().strip() == "open"
-    return child
-
-
-def _finish(child: subprocess.Popen[str]) -> None:
-    assert child.stdin is not None
-    child.stdin.close()
-    child.wait(10)
 
 
 @pytest.mark.parametrize("mode", ["r+b", "ab", "wb"])
 def test_a_child_holding_the_file_open_for_writing_is_seen_and_named_by_proc(tmp_path, mode):
     path = tmp_path / "kube-scheduler.yaml"
     path.write_bytes(b"kind: Pod\n")
-    child = _holder(path, mode)
+    child = hold_open(path, mode)
     try:
         assert open_for_writing(path, os.stat(path)) is True
         assert [w.pid for w in open_writers(path)] == [child.pid]  # what the hold check then logs
     finally:
-        _finish(child)
+        release(child)
     assert open_for_writing(path) is False  # closed: nobody writes it any more
 
 
@@ -57,11 +34,11 @@ def test_readers_and_nobody_are_no_writers(tmp_path):
     path = tmp_path / "etcd.yaml"
     path.write_bytes(b"kind: Pod\n")
     assert open_for_writing(path) is False
-    child = _holder(path, "rb")
+    child = hold_open(path, "rb")
     try:
         assert open_for_writing(path) is False and open_writers(path) == []
     finally:
-        _finish(child)
+        release(child)
 
 
 def test_our_own_write_descriptor_counts_too(tmp_path):

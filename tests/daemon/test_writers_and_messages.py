@@ -9,17 +9,16 @@ systemd's supervision is stood in for (the test owns NOTIFY_SOCKET).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
 from daemon_harness import (
     head_digest,
     history,
+    hold_open,
     journal,
     make_root,
+    release,
     sha,
     slow_writer,
     staticpodctl,
@@ -32,32 +31,11 @@ from staticpodd.watch import open_writers
 MANIFESTS = "etc/kubernetes/manifests"
 
 
-def _holder(path, mode: str) -> subprocess.Popen[str]:
-    """A child that opens ``path`` with ``mode``, says "open", and keeps it open until stdin closes."""
-    code = textwrap.dedent(
-        f"""
-        import sys
-        fh = open({str(path)!r}, {mode!r})
-        print("open", flush=True)
-        sys.stdin.read()
-        """
-    )
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None and child.stdout.readline().strip() == "open"
-    return child
-
-
-def _finish(child: subprocess.Popen[str]) -> None:
-    assert child.stdin is not None
-    child.stdin.close()
-    child.wait(10)
-
-
 @pytest.mark.parametrize("mode", ["r+b", "ab", "wb"])
 def test_open_writers_finds_a_child_holding_the_file_open_for_writing(tmp_path, mode):
     path = tmp_path / "kube-scheduler.yaml"
     path.write_bytes(b"kind: Pod\n")
-    child = _holder(path, mode)
+    child = hold_open(path, mode)
     try:
         found = open_writers(path)
         assert [w.pid for w in found] == [child.pid], found
@@ -71,18 +49,18 @@ def test_open_writers_finds_a_child_holding_the_file_open_for_writing(tmp_path, 
         other.write_bytes(b"kind: Pod\n")
         assert open_writers(other) == []
     finally:
-        _finish(child)
+        release(child)
     assert open_writers(moved) == []
 
 
 def test_open_writers_ignores_readers_and_missing_files(tmp_path):
     path = tmp_path / "etcd.yaml"
     path.write_bytes(b"kind: Pod\n")
-    child = _holder(path, "rb")
+    child = hold_open(path, "rb")
     try:
         assert open_writers(path) == []
     finally:
-        _finish(child)
+        release(child)
     assert open_writers(tmp_path / "missing.yaml") == []
 
 
@@ -118,7 +96,7 @@ def test_a_slow_write_under_restore_is_not_restored_over_while_it_is_being_writt
         assert child.stdin is not None
         child.stdin.write(new[700:])
     finally:
-        _finish(child)
+        release(child)
     wait_until(lambda: head_digest(root, "kube-scheduler") == sha(new), what="the complete write recorded")
     assert live.read_bytes() == new and live.stat().st_ino == inode
     assert sha(new[:700]) in [v.digest for v in history(root, "kube-scheduler")]  # bad bytes kept too
@@ -139,7 +117,7 @@ def test_an_invalid_write_is_restored_once_its_writer_closes_it(tmp_path, run_da
         wait_until(lambda: _waits(root, child.pid), timeout=20, what="the restore waits for the writer")
         assert live.read_bytes() != good
     finally:
-        _finish(child)
+        release(child)
     wait_until(lambda: live.read_bytes() == good, what="etcd.yaml restored after the writer closed it")
     wait_journal(root, "RESTORED_LAST_GOOD", lambda e: e.get("COMPONENT") == "etcd")
 
@@ -156,7 +134,7 @@ def test_a_stray_is_not_quarantined_while_it_is_open_for_writing(tmp_path, run_d
         assert "quarantine waits for the writer" in e["MESSAGE"]
         assert stray.exists()
     finally:
-        _finish(child)
+        release(child)
     wait_until(lambda: not stray.exists(), what="etcd.yaml.bak quarantined after its writer closed it")
 
 
