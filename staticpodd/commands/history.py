@@ -17,7 +17,7 @@ HISTORY_DEFAULT = 100
 
 def cmd_history(args: argparse.Namespace, out: Out) -> int:
     """List the recorded versions of a component, newest last (at most -n of them); exit 0."""
-    eng = build_engine(args)
+    eng = build_engine(args, verbs="read")
     limit = None if args.all or args.limit == 0 else (HISTORY_DEFAULT if args.limit is None else args.limit)
     if limit is not None and limit < 0:
         raise UsageError(f"-n {args.limit}: give a number of versions >= 0 (0: all)")
@@ -54,7 +54,7 @@ def cmd_history(args: argparse.Namespace, out: Out) -> int:
 
 def cmd_show(args: argparse.Namespace, out: Out) -> int:
     """Print a version's bytes (COMPONENT@N) or the current file's, byte-exact; exit 0."""
-    eng = build_engine(args)
+    eng = build_engine(args, verbs="read")
     version, data, label = eng.show(args.spec)
     if out.json:
         try:
@@ -78,7 +78,7 @@ def cmd_show(args: argparse.Namespace, out: Out) -> int:
 def cmd_diff(args: argparse.Namespace, out: Out) -> int:
     """Print the unified diff between two versions (or the newest and the current file); exit 1
     with --exit-code when they differ."""
-    eng = build_engine(args)
+    eng = build_engine(args, verbs="read")
     text = eng.diff(args.component, args.a, args.b)
     if out.json:
         out.finish(True, component=args.component, a=args.a, b=args.b, diff={"text": text}, same=not text)

@@ -179,11 +179,24 @@ TOLERATE_BAD_CONFIG = ("status", "history", "show", "diff", "park", "unpark", "r
 config_problems: list[StaticpodError] = []
 
 
-def build_engine(args: argparse.Namespace) -> Any:
+def build_engine(args: argparse.Namespace, *, verbs: str = "all") -> Any:
     """The Engine for this run: its layout, the caller as Actor, the journal, the configuration
     (loaded once, when first asked; when invalid: the defaults and a warning for the verbs in
-    TOLERATE_BAD_CONFIG, else ConfigError) and the lock timeout."""
-    from ..engine import Actor, Engine
+    TOLERATE_BAD_CONFIG, else ConfigError) and the lock timeout.
+
+    ``verbs`` picks how much of the engine is imported: ``"all"`` (:class:`~staticpodd.engine.Engine`),
+    ``"read"`` (:class:`~staticpodd.engine.Reader`: status, history, show, diff) or ``"gate"``
+    (:class:`~staticpodd.engine.gate.GateCore`: the validation options and gate, nothing that
+    changes the directory). The smaller ones import a fraction of the engine (issue 14)."""
+    from ..engine.model import Actor
+
+    cls: type[Any]
+    if verbs == "read":
+        from ..engine.reader import Reader as cls
+    elif verbs == "gate":
+        from ..engine.gate import GateCore as cls
+    else:
+        from ..engine.full import Engine as cls
     from ..journal import Journal
 
     layout = build_layout(args)
@@ -213,5 +226,5 @@ def build_engine(args: argparse.Namespace) -> Any:
     lock_timeout = getattr(args, "lock_timeout", None)
     if lock_timeout is None and (getattr(args, "config", None) or layout.config_path.exists()):
         lock_timeout = getattr(loader(), "lock_timeout", None)
-    return Engine(layout, actor=Actor.current(), journal=Journal(PROG, str(layout.root)),
+    return cls(layout, actor=Actor.current(), journal=Journal(PROG, str(layout.root)),
                   config_loader=loader, lock_timeout=lock_timeout)

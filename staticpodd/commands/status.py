@@ -14,7 +14,7 @@ from .output import PROG, Out, ago
 
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
     """Print the directory, the daemon and one row per component; exit 0."""
-    eng = build_engine(args)
+    eng = build_engine(args, verbs="read")
     st = eng.status()
     note_names(n for r in st["components"] for n in (r["component"], r["file_name"]))
     daemon = heartbeat(eng.layout)

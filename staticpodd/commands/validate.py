@@ -16,7 +16,7 @@ def cmd_validate(args: argparse.Namespace, out: Out) -> int:
     """Run staticpodd.validate.cli.run_validate with the configuration as base options; exit 0, 1 or 2."""
     from ..validate.cli import run_validate
 
-    args.base_options = build_engine(args).validate_options()  # config defaults; flags win
+    args.base_options = build_engine(args, verbs="gate").validate_options()  # config defaults; flags win
     # names with a newline are shown escaped (termsafe.safe)
     for p in getattr(args, "paths", None) or getattr(args, "path", None) or []:
         note_names([os.path.basename(p)])
