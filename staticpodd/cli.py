@@ -21,6 +21,7 @@ from .commands.loading import config_problems
 from .commands.output import FORMAT_VERSION, PROG, Out, report_error
 from .commands.parser import VERBS, Parser, build_parser, first_word, glue_dash_values
 from .errors import EXIT_FAILURE, EXIT_OK, FsError, StaticpodError
+from .hashes import builtin_hashes
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ __all__ = ["FORMAT_VERSION", "PROG", "VERBS", "Out", "build_parser", "main"]
 
 def main(argv: list[str] | None = None) -> int:
     """Run staticpodctl; returns the exit status (see README "Exit codes")."""
+    builtin_hashes()  # sha256 without loading OpenSSL: a third of a bare interpreter's start-up
     argv = glue_dash_values(list(sys.argv[1:] if argv is None else argv))
     config_problems.clear()  # main() can run more than once in one process (tests, embedding)
     Parser.json_mode = "--json" in argv

@@ -13,6 +13,7 @@ import sys
 from .. import __version__
 from ..config import load_config
 from ..errors import EXIT_CONFIG, EXIT_OK, ConfigError
+from ..hashes import builtin_hashes
 from ..layout import Layout
 from .control import bind_textfile_dir, reload_running
 from .lifecycle import Daemon
@@ -78,19 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
         "(systemctl bind), so that the reloaded daemon can write it",
     )
     return p
-
-
-def builtin_hashes() -> None:
-    """Have :mod:`hashlib` use CPython's own sha256 in this process instead of OpenSSL's.
-
-    The daemon's only hash is sha256 of manifests (a few KB each) and of its own keys; mapping
-    OpenSSL's libcrypto for it costs about 3.5 MB of RSS (issue 14: RSS <= 40 MB at 1,000
-    manifests), while the builtin one hashes some 300 MB/s. Nothing the daemon does needs
-    OpenSSL (no TLS, no algorithm only OpenSSL has). A no-op once hashlib is imported (the
-    daemon imports it later, lazily), e.g. when ``main`` runs inside a test process.
-    """
-    if "hashlib" not in sys.modules:
-        sys.modules.setdefault("_hashlib", None)  # type: ignore[arg-type]  # import _hashlib: ImportError
 
 
 def main(argv: list[str] | None = None) -> int:
