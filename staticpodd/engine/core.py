@@ -184,17 +184,23 @@ class EngineCore:
             return []
         note_names([e.name for e in entries])  # a newline in a name is escaped wherever it is shown
         out = []
+        odd: set[str] = set()
         for e in entries:
             name = e.name
             if name.startswith("."):
                 continue
             if not is_utf8_name(name):
-                if directory == self.layout.manifest_dir and _entry_is_file(e):
-                    self.untrackable.add(str(directory / name))  # what the kubelet reads (not dirs, not ours)
+                if _entry_is_file(e):
+                    odd.add(str(directory / name))  # what the kubelet reads (not dirs, not ours)
                 continue
             if files_only and not _entry_is_file(e):
                 continue
             out.append(name)
+        if directory == self.layout.manifest_dir:
+            # the whole directory was listed: what is gone is no longer reported (a long-lived
+            # daemon's engine lists it again and again), and logged again should it come back
+            self.untrackable = odd
+            self._untrackable_logged &= odd
         out.sort()
         return out
 

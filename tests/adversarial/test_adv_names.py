@@ -111,3 +111,25 @@ def test_a_non_utf8_name_as_an_argument_is_a_usage_error_and_hints_say_mv(kubead
     src.write_bytes(b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: n\n")
     r = ctl("apply", str(src), "--json")
     assert r.rc == 2 and "--as" in r.json()["error"]["hint"]
+
+
+def test_a_long_lived_engine_forgets_a_renamed_file_and_reports_its_return(kubeadm) -> None:
+    """The daemon's engine lives for weeks: a non-UTF-8 file renamed away must leave its status,
+    and the same name coming back is a new directory problem, logged again."""
+    from staticpodd.engine import Actor, Engine
+    from staticpodd.journal import Journal
+    from staticpodd.layout import Layout
+
+    eng = Engine(Layout.build(kubeadm.root), actor=Actor("t", 0), journal=Journal("staticpodd", str(kubeadm.root)))
+    body = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web3\n"
+    _write_odd(kubeadm.manifests, body)
+    eng.scan()
+    assert eng.status()["untrackable"] == [str(kubeadm.manifests / "w\\xffb.yaml")]
+    os.rename(kubeadm.manifests / ODD, kubeadm.manifests / "web3.yaml")
+    eng.scan()
+    assert eng.status()["untrackable"] == []
+    os.rename(kubeadm.manifests / "web3.yaml", kubeadm.manifests / ODD)
+    eng.scan()
+    assert eng.status()["untrackable"] == [str(kubeadm.manifests / "w\\xffb.yaml")]
+    entries = journal_entries(kubeadm.root, want=lambda es: sum(e.get("KIND") == "name-not-utf8" for e in es) >= 2)
+    assert sum(e.get("KIND") == "name-not-utf8" for e in entries) == 2  # once each time it appeared
