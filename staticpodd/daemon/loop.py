@@ -130,10 +130,14 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         records them. A pending DIRECTORY hint (the directory replaced) and a full pass being
         retried are left to that pass too. Nothing changed: no pass, no wait. The pass is the
         loop's own (:meth:`_reconcile`: scan, record, act by policy, report); it waits for the
-        lock as any pass does, and a failure is reported and left to the next start."""
+        lock as any pass does (not when the last pass gave up waiting for it: a stop does not
+        wait twice for a long staticpodctl operation), and a failure is reported and left to the
+        next start."""
         from ..writelease import open_for_writing
 
         assert self.hints is not None
+        if "lock" in self.runtime_problems:
+            return  # the last pass already waited its lock_wait for a staticpodctl: not a second time
         names = {h.name for h in self.hints.take_all() if h.name} | self.hints.take_closed() | self._retry_names
         self._retry_names = set()
         now = self._live_stats()
