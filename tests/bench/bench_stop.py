@@ -99,10 +99,13 @@ def stop_once(root: Path, tree: Path, watchdog: Path | None, settle: float, edit
             with open(live, "w") as fh:
                 fh.write(new)
             time.sleep(edit_gap)
+        guard = threading.Timer(60, proc.kill)  # a stop that hangs: killed, and shows as 60 s
+        guard.start()
         t0 = time.perf_counter()
         proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
+        proc.wait()  # a blocking waitpid: Popen.wait(timeout) polls with sleeps of up to 50 ms
         took = time.perf_counter() - t0
+        guard.cancel()
     except BaseException:
         proc.kill()
         proc.wait()
