@@ -430,6 +430,35 @@ def hidden_from_proc(*, proc: str = "/proc") -> set[int]:
     return out
 
 
+class _Wake:
+    """An item for a stopped watchdog observer's event queue that reaches no handler (it equals
+    nothing else, and no watch is scheduled under it): see :func:`_wake_dispatcher`."""
+
+    def __eq__(self, other: object) -> bool:
+        return other is self  # never NotImplemented: watchdog's own __eq__ is never asked
+
+    def __ne__(self, other: object) -> bool:
+        return other is not self
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _wake_dispatcher(observer: Any) -> None:
+    """Wake ``observer``'s dispatcher thread after ``observer.stop()``, so that joining it waits
+    for nothing. watchdog 2.2 and later put a sentinel in the event queue on stop; earlier ones
+    (Ubuntu 22.04's python3-watchdog is 2.1.6) block in ``event_queue.get(timeout=1)`` and see
+    the stop only when an event comes or that second passes: up to 1 s of every daemon stop,
+    reload and re-watch spent waiting on an idle timeout. One item that dispatches to no handler
+    ends that wait; with a sentinel, the dispatcher has returned before reaching it. Uses only
+    ``observer.event_queue`` (a public property in every version). Never raises."""
+    try:
+        item = _Wake()
+        observer.event_queue.put((item, item))
+    except Exception:  # noqa: BLE001 - a missed wake-up costs the timeout, nothing else
+        pass
+
+
 def _event_filter() -> list[Any] | None:
     """watchdog event classes to subscribe to (watchdog >= 4 filters in the kernel mask)."""
     from watchdog import events as ev
@@ -651,7 +680,8 @@ class Watcher:
         if obs is None:
             return
         try:
-            obs.stop()
+            obs.stop()  # stops and joins the emitters: their reads are woken by closing inotify
+            _wake_dispatcher(obs)
             obs.join(timeout=5)
         except Exception:
             pass

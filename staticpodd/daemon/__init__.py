@@ -15,7 +15,8 @@ wake-up fd (``signal.set_wakeup_fd``) makes the loop notice them at once.
 
 - SIGHUP: ``RELOADING=1``, re-read the config; keep the old one if the new one is invalid
   (CONFIG_INVALID), then ``READY=1`` again. ``staticpodd --reload`` sends it and waits.
-- SIGTERM/SIGINT: ``STOPPING=1``, DAEMON_STOPPING, exit 0.
+- SIGTERM/SIGINT: what changed since the last pass and whose writer is done is reconciled at
+  once (not after its debounce), then ``STOPPING=1``, DAEMON_STOPPING, exit 0.
 
 The heartbeat ``/run/staticpodd/daemon.json`` (``Layout.heartbeat_path``) is rewritten
 atomically on every loop; ``staticpodctl status`` reads it (see :func:`read_heartbeat`).

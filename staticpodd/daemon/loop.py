@@ -3,7 +3,9 @@
 :class:`LoopMixin` blocks on the wake-up pipe (inotify hints, signals) until the earliest of the
 next debounced hint, full rescan, watchdog ping, park deadline, retry and heartbeat; then
 reconciles (all names or the hinted ones: scan, plan, execute, refresh what it reports), prunes
-by the retention policy, and retries what a lock timeout or an error left undone.
+by the retention policy, and retries what a lock timeout or an error left undone. On SIGTERM or
+SIGINT it looks once more, at once, at what changed since its last pass (:meth:`LoopMixin.
+_record_before_stop`), so that a write just before the stop is recorded by this daemon.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                 self.notifier.watchdog()
                 next_ping = now + wd_interval
             if self._stop_signal is not None:
+                self._record_before_stop()
                 return
             if self._hup_requests != self._hup_handled:
                 self._reload()
@@ -110,6 +113,45 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for safety
                 pass
             self.hints.drain()
+
+    def _record_before_stop(self) -> None:
+        """On a stop signal: reconcile, once and without waiting for their debounce, the names
+        that changed since the last pass and whose writers are done, so that a write made just
+        before ``systemctl stop`` is recorded (a version by ``external``, its journal entries)
+        by this daemon, not only by the next one's start-up pass.
+
+        The names are those with a pending hint (an event still inside its debounce, a close, a
+        retry) and those whose stat (size, mtime, inode) differs from the snapshot the last pass
+        took, or that appeared or went since (an event the watch has not delivered yet when the
+        signal is handled). A name someone still holds open for writing (the kernel's read lease
+        says so, :func:`staticpodd.writelease.open_for_writing`; where it cannot say, inotify saw
+        it change and not yet close: a close event may still be on its way when the writer is
+        done) is left alone: its bytes may be half written, and the next start-up's full pass
+        records them. A pending DIRECTORY hint (the directory replaced) and a full pass being
+        retried are left to that pass too. Nothing changed: no pass, no wait. The pass is the
+        loop's own (:meth:`_reconcile`: scan, record, act by policy, report); it waits for the
+        lock as any pass does (not when the last pass gave up waiting for it: a stop does not
+        wait twice for a long staticpodctl operation), and a failure is reported and left to the
+        next start."""
+        from ..writelease import open_for_writing
+
+        assert self.hints is not None
+        if "lock" in self.runtime_problems:
+            return  # the last pass already waited its lock_wait for a staticpodctl: not a second time
+        names = {h.name for h in self.hints.take_all() if h.name} | self.hints.take_closed() | self._retry_names
+        self._retry_names = set()
+        now = self._live_stats()
+        before = self._scan_stats
+        names |= {n for n in now.keys() | before.keys() if now.get(n) != before.get(n)}
+        ready = set()
+        for name in names:
+            writing = open_for_writing(self.layout.manifest_dir / name) if name in now else False
+            if writing is None:  # the kernel cannot say: what inotify saw (changed, not yet closed)
+                writing = self.hints.writes.since(name) is not None
+            if not writing:
+                ready.add(name)
+        if ready:
+            self._reconcile(names=sorted(ready))
 
     def _prune_if_due(self, next_prune: float | None) -> float | None:
         """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when
