@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import Conflict, InvalidManifest
@@ -243,38 +243,48 @@ class GateCore(EngineCore):
         # file: a file whose stat is what it was when its bytes were read is not read again
         have_store = self.layout.db_path.exists()
         cached = self.store.live_identities() if have_store else {}
-        base = os.path.join(self.layout.manifest_dir, "")
         # the identities this call caches go in one transaction, not one commit per file (the
         # first park on a node of 1,000 manifests made 1,000 commits)
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            # every file the kubelet reads: a file named like another file's component too (no
-            # component, untracked, but the kubelet runs it: a twin all the same)
-            for other in self._listed(self.layout.manifest_dir, files_only=True):
-                if other == besides:
-                    continue
-                row = cached.get(other)
-                if (row is not None and row[1] and (now := _stat_sig(base + other)) is not None
+            for shown, path, tracked in self._live_others(besides):
+                row = cached.get(shown) if tracked else None
+                if (row is not None and row[1] and (now := _stat_sig(path)) is not None
                         and _sig_text(now) == row[0]):
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
-                        out.append(other)
+                        out.append(shown)
                     continue
-                st = self._state_at("live", other)
-                if st is not None and self.pod_identity(st.data) == ident:
-                    out.append(other)
-        mdir = str(self.layout.manifest_dir)
-        for odd in sorted(self.untrackable):  # the kubelet reads these too; shown with \xNN escapes
-            path = Path(odd)
-            if str(path.parent) != mdir or not path.is_file():
-                continue
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if self.pod_identity(data) == ident:
-                out.append(printable_name(path.name))
+                data = self._live_bytes(path, tracked)
+                if data is not None and self.pod_identity(data) == ident:
+                    out.append(shown)
         return out
+
+    def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool]]:
+        """``(shown, path, tracked)`` for every file the kubelet reads in the manifest directory
+        but ``besides``, in its (sorted) order, then the non-UTF-8 names (:attr:`untrackable`,
+        ``shown`` with \\xNN escapes, ``tracked`` False: the store never keys them). Files and
+        links to files, a file named like another file's component too (no component,
+        untracked, but the kubelet runs it). KUBELET.md "Which files are pods"."""
+        base = os.path.join(self.layout.manifest_dir, "")
+        for other in self._listed(self.layout.manifest_dir, files_only=True):
+            if other != besides:
+                yield other, base + other, True
+        mdir = str(self.layout.manifest_dir)
+        for odd in sorted(self.untrackable):
+            path = Path(odd)
+            if str(path.parent) == mdir and path.is_file():
+                yield printable_name(path.name), odd, False
+
+    def _live_bytes(self, path: str, tracked: bool) -> bytes | None:
+        """The bytes of a file :meth:`_live_others` yields, None when it cannot be read (gone)."""
+        if tracked:
+            st = self._state_at("live", os.path.basename(path))
+            return st.data if st is not None else None
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None
 
     def _is_untrackable_display(self, shown: str) -> bool:
         """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""

@@ -200,6 +200,7 @@ class ParkVerbs(SwapVerbs):
                     except Conflict as exc:
                         raise self._unpark_would_duplicate(comp, exc) from None
                     self._check_not_parked_elsewhere(comp, *ident, None)
+                    self._check_host_ports(fn, pst.data, str(self._path("parked", fn)), action="unpark")
 
             check_others()
             if self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest):

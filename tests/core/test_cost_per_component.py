@@ -115,3 +115,24 @@ def test_a_twin_written_after_the_last_apply_is_still_refused(eng, sandbox) -> N
     sandbox.write("p09.yaml", small_pod("p05"))  # after the scans that stored p09's signature
     with pytest.raises(Conflict, match="p09.yaml"):
         eng.apply(small_pod("p05", image="nginx:1.28").encode(), source="p05.next.yaml", component="p05")
+
+
+def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypatch) -> None:
+    # The host-port check (KUBELET.md "What the kubelet refuses") looks at every other live
+    # file's claims, memoised by digest and trusted while the file's stat is what it was when
+    # its bytes were read: the 29 others are neither read nor decoded again.
+    from staticpodd.validate import podfacts
+
+    decoded = _count(monkeypatch, podfacts, "port_claims")
+    eng.park("p05")
+    eng.unpark("p05")
+    assert decoded[0] == 0  # the parked bytes' claims are memoised too
+    eng.apply(small_pod("p05", image="nginx:1.28").encode(), source="p05.next.yaml", component="p05")
+    assert decoded[0] == 1  # the new bytes only
+
+
+def test_a_port_taken_after_the_last_apply_is_still_refused(eng, sandbox) -> None:
+    sandbox.write("p09.yaml", small_pod("p09", extra="    ports:\n    - containerPort: 80\n      hostPort: 8080\n"))
+    with pytest.raises(Conflict, match="host port 8080/TCP .* p09.yaml"):
+        eng.apply(small_pod("p05", extra="    ports:\n    - containerPort: 80\n      hostPort: 8080\n").encode(),
+                  source="p05.next.yaml", component="p05")
