@@ -4,7 +4,7 @@
 (:func:`staticpodd.validate.directory._port_conflicts`): the kubelet admits one and rejects the
 other (KUBELET.md "What the kubelet refuses": "Host ports already taken fail admission too").
 :class:`PortsCore` refuses such bytes before ``apply``, ``edit``, ``rollback`` or ``unpark`` put
-them live, by the same rule (:func:`staticpodd.validate.podfacts.claims_clash`).
+them live, by the same rule (:func:`staticpodd.hostclaims.claims_clash`).
 
 Cost (issue 14): each live file's claims are a fact about its bytes, memoised in the store by
 digest (``facts``, kind :meth:`PortsCore._ports_kind`), and found for every live file with one
@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterable
 
 from ..errors import Conflict
+from ..hostclaims import clashes_with
 from ..store import digest_of
 from .fsfacts import _sig_text, _stat_sig
 from .gate import GateCore
@@ -62,15 +64,21 @@ class PortsCore(GateCore):
             self.store.set_fact(digest, kind, _claims_to_json(claims))
         return claims
 
-    def live_port_claims(self, *, besides: str) -> list[tuple[str, tuple[str, str], list[Claim]]]:
+    def live_port_claims(self, *, besides: str, ports: Iterable[tuple[str, int]] | None = None
+                         ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
         """``(file, (namespace, name), claims)`` for every live file but ``besides`` that defines
         a pod claiming host ports, in the kubelet's (sorted) order; non-UTF-8 names (shown with
         \\xNN escapes) and links to files count, as the kubelet reads them (KUBELET.md "Which
         files are pods"). A file whose stat is what it was when its bytes were read is not read
-        again (:meth:`VersionStore.live_facts`)."""
+        again (:meth:`VersionStore.live_facts`). ``ports``: ``(protocol, port)`` pairs; when
+        given, a file whose memoised claims hold none of them may be left out (its memo is not
+        even decoded: one substring test per file, issue 14)."""
         have_store = self.layout.db_path.exists()
         kind = self._ports_kind()
         cached = self.store.live_facts(kind) if have_store else {}
+        # a claim on (proto, port) is memoised as the JSON text '["TCP", 10259, ...' (json.dumps's
+        # own separators, _claims_to_json): a memo without any of these texts claims none of them
+        needles = None if ports is None else [json.dumps([p, n])[:-1] + "," for p, n in set(ports)]
         out: list[tuple[str, tuple[str, str], list[Claim]]] = []
         # the claims this call memoises go in one transaction, not one commit per file
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
@@ -80,7 +88,10 @@ class PortsCore(GateCore):
                 row = cached.get(shown) if tracked else None
                 if (row is not None and row[1] is not None and (now := _stat_sig(path)) is not None
                         and _sig_text(now) == row[0]):
-                    claims = _claims_from_json(json.loads(row[1]))
+                    text = row[1]
+                    if needles is not None and not any(n in text for n in needles):
+                        continue
+                    claims = _claims_from_json(json.loads(text))
                 else:
                     data = self._live_bytes(path, tracked)
                     claims = self.port_claims(data) if data is not None else None
@@ -95,14 +106,13 @@ class PortsCore(GateCore):
         field (``path``/``line`` locate it in ``source``), the other file and its pod; its
         ``details`` carry them too. No ``--force``: the kubelet would reject one of the two pods
         at admission whatever staticpodd is told. Source: KUBELET.md "What the kubelet refuses"
-        (host ports); the rule is :func:`staticpodd.validate.podfacts.claims_clash`, the one
+        (host ports); the rule is :func:`staticpodd.hostclaims.claims_clash`, the one
         ``validate DIR``'s ``host-port-conflict`` uses."""
         mine = self.port_claims(data)
         if mine is None or not mine[1]:
             return
-        from ..validate.podfacts import clashes_with
-
-        clashes = clashes_with(mine[0], mine[1], self.live_port_claims(besides=fn))
+        clashes = clashes_with(mine[0], mine[1],
+                               self.live_port_claims(besides=fn, ports=[(c[0], c[1]) for c in mine[1]]))
         if not clashes:
             return
         (proto, port, _ip, field), other, okey, _oclaim = clashes[0]

@@ -14,9 +14,10 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from staticpodd.hostclaims import claims_clash
 from staticpodd.validate.context import Options
 from staticpodd.validate.findings import Finding, make
-from staticpodd.validate.podfacts import FileMemo, PodFacts, claims_clash, is_pod_doc, pod_facts
+from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
@@ -333,7 +334,7 @@ def _duplicates(pods: dict) -> list[Finding]:
 def _port_conflicts(pods: dict) -> list[Finding]:
     """Two pods claiming one host port: the second fails admission (NodePorts).
 
-    Which claims clash is :func:`staticpodd.validate.podfacts.claims_clash` (the engine's
+    Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
     refusal of new bytes uses it too). Files that define one pod (same namespace/name) never
     conflict with each other: the kubelet runs only one of them (KUBELET.md "Duplicate names
     across files"), and :func:`_duplicates` already reports them as ``duplicate-pod``.

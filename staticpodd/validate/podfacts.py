@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 
 from staticpodd.positions import locate
 from staticpodd.record import FrozenRecord
@@ -107,22 +106,6 @@ def pod_key(doc: dict) -> tuple[str, str]:
     return (meta.get("namespace") or "default", meta["name"])
 
 
-def claims_clash(key: tuple[str, str], claim: tuple[str, int, str, str], other_key: tuple[str, str],
-                 other_claim: tuple[str, int, str, str]) -> bool:
-    """Whether host-port claim ``claim`` of pod ``key`` and ``other_claim`` of pod ``other_key``
-    (each ``(protocol, port, hostIP, field)``, :func:`host_ports`) keep one of the two pods out:
-    same protocol and port, overlapping hostIPs (equal, or either is ``0.0.0.0``), and two
-    different pods. Files that define one pod (same namespace/name) never clash: the kubelet runs
-    only one of them (KUBELET.md "Duplicate names across files"); that also covers a file with
-    itself. Source: KUBELET.md "What the kubelet refuses" (host ports), the NodePorts predicate
-    the kubelet runs at admission (pkg/kubelet/lifecycle/predicate.go)."""
-    if claim[0] != other_claim[0] or claim[1] != other_claim[1]:
-        return False
-    if claim[2] != other_claim[2] and "0.0.0.0" not in (claim[2], other_claim[2]):
-        return False
-    return key != other_key
-
-
 def port_claims(data: bytes) -> tuple[tuple[str, str], list[tuple[str, int, str, str]]] | None:
     """``((namespace, name), host_ports)`` of the pod ``data`` defines as the kubelet decodes it
     (up to its 10 MiB), None when it is no pod (:func:`is_pod_doc`) or does not decode. Decoding
@@ -138,28 +121,6 @@ def port_claims(data: bytes) -> tuple[tuple[str, str], list[tuple[str, int, str,
     if not is_pod_doc(doc):
         return None
     return pod_key(doc), host_ports(doc)
-
-
-def clashes_with(key: tuple[str, str], ports: Iterable[tuple[str, int, str, str]],
-                 others: Iterable[tuple[str, tuple[str, str], Iterable[tuple[str, int, str, str]]]]
-                 ) -> list[tuple[tuple[str, int, str, str], str, tuple[str, str], tuple[str, int, str, str]]]:
-    """Every clash (:func:`claims_clash`) between the claims ``ports`` of pod ``key`` and those
-    of ``others``, each ``(file, key, claims)``: ``(claim, other file, other key, other claim)``,
-    in the order of ``ports`` then ``others``. Empty when nothing clashes."""
-    mine = list(ports)
-    if not mine:
-        return []
-    wanted = {(c[0], c[1]) for c in mine}
-    out = []
-    for other, okey, oclaims in others:
-        for oclaim in oclaims:
-            if (oclaim[0], oclaim[1]) not in wanted:
-                continue
-            for claim in mine:
-                if claims_clash(key, claim, okey, oclaim):
-                    out.append((claim, other, okey, oclaim))
-    out.sort(key=lambda c: mine.index(c[0]))
-    return out
 
 
 class PodFacts(FrozenRecord):
