@@ -248,10 +248,9 @@ class GateCore(EngineCore):
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for shown, path, tracked in self._live_others(besides):
+            for shown, path, tracked, sig in self._live_others(besides):
                 row = cached.get(shown) if tracked else None
-                if (row is not None and row[1] and (now := _stat_sig(path)) is not None
-                        and _sig_text(now) == row[0]):
+                if row is not None and row[1] and sig is not None and sig == row[0]:
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
                         out.append(shown)
                     continue
@@ -260,21 +259,55 @@ class GateCore(EngineCore):
                     out.append(shown)
         return out
 
-    def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool]]:
-        """``(shown, path, tracked)`` for every file the kubelet reads in the manifest directory
-        but ``besides``, in its (sorted) order, then the non-UTF-8 names (:attr:`untrackable`,
-        ``shown`` with \\xNN escapes, ``tracked`` False: the store never keys them). Files and
-        links to files, a file named like another file's component too (no component,
-        untracked, but the kubelet runs it). KUBELET.md "Which files are pods"."""
+    #: The live files with their stat signatures, listed once for the checks of one look at the
+    #: directory (:meth:`one_look`); None outside one, or before its first listing.
+    _look: list[tuple[str, str, bool, str | None]] | None = None
+    _looking = False
+
+    @contextlib.contextmanager
+    def one_look(self) -> Iterator[None]:
+        """Within it, the checks of new bytes against the other live files (duplicates, host
+        ports: :meth:`files_defining`, ``live_port_claims``) share one listing and one stat per
+        file, taken by the first of them (issue 14: each verb costs one stat per file, not one
+        per check). Re-entrant; a new look lists and stats again."""
+        if self._looking:
+            yield
+            return
+        self._looking = True
+        try:
+            yield
+        finally:
+            self._looking, self._look = False, None
+
+    def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
+        """``(shown, path, tracked, sig)`` for every file the kubelet reads in the manifest
+        directory but ``besides``, in its (sorted) order, then the non-UTF-8 names
+        (:attr:`untrackable`, ``shown`` with \\xNN escapes, ``tracked`` False: the store never
+        keys them). Files and links to files, a file named like another file's component too
+        (no component, untracked, but the kubelet runs it). ``sig``: a tracked file's stat
+        signature as text (``_sig_text``; None: gone, or untracked), to compare with the one its
+        cached facts were read with. KUBELET.md "Which files are pods"."""
+        entries = self._look if self._looking else None
+        if entries is None:
+            entries = self._live_entries()
+            if self._looking:
+                self._look = entries
+        for entry in entries:
+            if not (entry[2] and entry[0] == besides):
+                yield entry
+
+    def _live_entries(self) -> list[tuple[str, str, bool, str | None]]:
         base = os.path.join(self.layout.manifest_dir, "")
+        out: list[tuple[str, str, bool, str | None]] = []
         for other in self._listed(self.layout.manifest_dir, files_only=True):
-            if other != besides:
-                yield other, base + other, True
+            sig = _stat_sig(base + other)
+            out.append((other, base + other, True, _sig_text(sig) if sig is not None else None))
         mdir = str(self.layout.manifest_dir)
         for odd in sorted(self.untrackable):
             path = Path(odd)
             if str(path.parent) == mdir and path.is_file():
-                yield printable_name(path.name), odd, False
+                out.append((printable_name(path.name), odd, False, None))
+        return out
 
     def _live_bytes(self, path: str, tracked: bool) -> bytes | None:
         """The bytes of a file :meth:`_live_others` yields, None when it cannot be read (gone)."""

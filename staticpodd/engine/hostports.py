@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from ..errors import Conflict
 from ..hostclaims import clashes_with
 from ..store import digest_of
-from .fsfacts import _sig_text, _stat_sig
 from .gate import GateCore
 from .model import _q
 
@@ -84,10 +83,9 @@ class PortsCore(GateCore):
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for shown, path, tracked in self._live_others(besides):
+            for shown, path, tracked, sig in self._live_others(besides):
                 row = cached.get(shown) if tracked else None
-                if (row is not None and row[1] is not None and (now := _stat_sig(path)) is not None
-                        and _sig_text(now) == row[0]):
+                if row is not None and row[1] is not None and sig is not None and sig == row[0]:
                     text = row[1]
                     if needles is not None and not any(n in text for n in needles):
                         continue

@@ -194,6 +194,10 @@ class ParkVerbs(SwapVerbs):
             else:  # these exact bytes passed this exact validator before
                 ident = self.pod_identity(pst.data)
             def check_others() -> None:  # the live files the pod would join
+                with self.one_look():  # one listing and one stat per file for all these checks
+                    check_against_others()
+
+            def check_against_others() -> None:
                 if ident:
                     try:
                         self._check_no_duplicate(fn, *ident)

@@ -189,6 +189,10 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
                     f"{old_ident[0]}/{old_ident[1]}: the kubelet stops one and starts the other",
                     code="pod-renamed")]
         def check_others() -> None:  # the other files of the directory, as the kubelet will read them
+            with self.one_look():  # one listing and one stat per file for all these checks
+                check_against_others()
+
+        def check_against_others() -> None:
             try:
                 self._check_no_duplicate(fn, manifest.namespace, manifest.name)
             except Conflict as exc:

@@ -120,7 +120,8 @@ def test_a_twin_written_after_the_last_apply_is_still_refused(eng, sandbox) -> N
 def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypatch) -> None:
     # The host-port check (KUBELET.md "What the kubelet refuses") looks at every other live
     # file's claims, memoised by digest and trusted while the file's stat is what it was when
-    # its bytes were read: after the first look, the 29 others are neither read nor decoded.
+    # its bytes were read: after the first look, the 29 others are neither read nor decoded, and
+    # the two checks of the other files (duplicates, host ports) stat each of them once.
     from staticpodd.validate import podfacts
 
     def claiming(port: int) -> bytes:
@@ -131,8 +132,12 @@ def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypat
     eng.park("p05")
     eng.unpark("p05")
     assert decoded[0] == 0  # the parked bytes' claims are memoised too
+    from staticpodd.engine import gate
+
+    stats = _count(monkeypatch, gate, "_stat_sig")
     eng.apply(claiming(9998), source="p05.next.yaml", component="p05")
     assert decoded[0] == 1  # the new bytes only
+    assert stats[0] <= 30  # one stat per live file for the duplicate and host-port checks together
 
 
 def test_a_port_taken_after_the_last_apply_is_still_refused(eng, sandbox) -> None:
