@@ -45,10 +45,11 @@ class PortsCore(GateCore):
 
         return "host-ports/" + validator_id()
 
-    def port_claims(self, data: bytes) -> Claims:
+    def port_claims(self, data: bytes, doc: Any = None) -> Claims:
         """``((namespace, name), [(protocol, port, hostIP, field), ...])`` of the pod ``data``
         defines (:func:`staticpodd.validate.podfacts.port_claims`), None when it is no pod.
-        Memoised in the store by digest (written only under the lock, like :meth:`pod_identity`)."""
+        ``doc``: ``data`` as the gate decoded it, if at hand (not decoded again). Memoised in the
+        store by digest (written only under the lock, like :meth:`pod_identity`)."""
         have_store = self.layout.db_path.exists()
         kind = self._ports_kind()
         digest = digest_of(data)
@@ -56,9 +57,14 @@ class PortsCore(GateCore):
             found, value = self.store.fact(digest, kind)
             if found:
                 return _claims_from_json(value)
-        from ..validate.podfacts import port_claims
+        if doc:
+            from ..validate.podfacts import doc_claims
 
-        claims = port_claims(data)
+            claims = doc_claims(doc)
+        else:
+            from ..validate.podfacts import port_claims
+
+            claims = port_claims(data)
         if have_store and self._lock.held:
             self.store.set_fact(digest, kind, _claims_to_json(claims))
         return claims
@@ -97,7 +103,7 @@ class PortsCore(GateCore):
                     out.append((shown, claims[0], claims[1]))
         return out
 
-    def _check_host_ports(self, fn: str, data: bytes, source: str, *, action: str) -> None:
+    def _check_host_ports(self, fn: str, data: bytes, source: str, *, action: str, doc: Any = None) -> None:
         """Refuse ``data``, about to become the live file ``fn``, when it claims a host port that
         a pod of another live file already claims (the component's own live file ``fn`` is what
         the bytes replace: it never counts). Raises Conflict naming the port and protocol, the
@@ -105,8 +111,9 @@ class PortsCore(GateCore):
         ``details`` carry them too. No ``--force``: the kubelet would reject one of the two pods
         at admission whatever staticpodd is told. Source: KUBELET.md "What the kubelet refuses"
         (host ports); the rule is :func:`staticpodd.hostclaims.claims_clash`, the one
-        ``validate DIR``'s ``host-port-conflict`` uses."""
-        mine = self.port_claims(data)
+        ``validate DIR``'s ``host-port-conflict`` uses. ``doc``: ``data`` decoded (the gate's), if
+        at hand."""
+        mine = self.port_claims(data, doc)
         if mine is None or not mine[1]:
             return
         clashes = clashes_with(mine[0], mine[1],

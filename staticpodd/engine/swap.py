@@ -202,7 +202,7 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
             self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name,
                                              cur.data if cur is not None and loc == "live" else None)
             if action != "restore":  # the daemon's undo of a bad write: never held back (README)
-                self._check_host_ports(fn, data, source, action=action)
+                self._check_host_ports(fn, data, source, action=action, doc=manifest.doc)
 
         if loc == "live" or unpark:
             check_others()

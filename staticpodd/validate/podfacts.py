@@ -118,8 +118,14 @@ def port_claims(data: bytes) -> tuple[tuple[str, str], list[tuple[str, int, str,
         doc = decode(data, max_bytes=KUBELET_MAX_BYTES).doc
     except DecodeProblem:
         return None
+    return doc_claims(doc)
+
+
+def doc_claims(doc: object) -> tuple[tuple[str, str], list[tuple[str, int, str, str]]] | None:
+    """:func:`port_claims` of an already decoded document (the gate's)."""
     if not is_pod_doc(doc):
         return None
+    assert isinstance(doc, dict)
     return pod_key(doc), host_ports(doc)
 
 

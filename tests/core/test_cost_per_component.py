@@ -136,7 +136,7 @@ def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypat
 
     stats = _count(monkeypatch, gate, "_stat_sig")
     eng.apply(claiming(9998), source="p05.next.yaml", component="p05")
-    assert decoded[0] == 1  # the new bytes only
+    assert decoded[0] == 0  # no other file; the new bytes' claims come from the gate's document
     assert stats[0] <= 30  # one stat per live file for the duplicate and host-port checks together
 
 
@@ -169,4 +169,4 @@ def test_a_port_claimed_by_an_unchanged_file_is_refused_from_its_memo(eng, sandb
         else:
             with pytest.raises(Conflict, match="host port 8080/TCP .* p09.yaml"):
                 eng.apply(bytes_, source="p05.next.yaml", component="p05")
-    assert decoded[0] == 2  # the two new versions' bytes only
+    assert decoded[0] == 0  # p09 neither read nor decoded (the new bytes: the gate's document)
