@@ -242,7 +242,8 @@ class GateCore(EngineCore):
         # one query for every live file's cached identity and stat signature, then one stat per
         # file: a file whose stat is what it was when its bytes were read is not read again
         have_store = self.layout.db_path.exists()
-        cached = self.store.live_identities() if have_store else {}
+        cached = self._looked_rows() if self._looking and have_store else (
+            self.store.live_identities() if have_store else {})
         # the identities this call caches go in one transaction, not one commit per file (the
         # first park on a node of 1,000 manifests made 1,000 commits)
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
@@ -262,7 +263,26 @@ class GateCore(EngineCore):
     #: The live files with their stat signatures, listed once for the checks of one look at the
     #: directory (:meth:`one_look`); None outside one, or before its first listing.
     _look: list[tuple[str, str, bool, str | None]] | None = None
+    #: The store's rows for the live files in one look (:meth:`_looked_rows`).
+    _look_rows: dict[str, tuple[str, bool, str | None, str | None, str | None]] | None = None
     _looking = False
+
+    def _look_fact_kind(self) -> str | None:
+        """The ``facts`` kind the checks of one look read beside the identities (None: none);
+        :class:`~staticpodd.engine.hostports.PortsCore` names its host-port claims."""
+        return None
+
+    def _looked_rows(self) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
+        """In a look (:meth:`one_look`): each live file's ``(sig, identity known, namespace,
+        name, fact)`` from the store, one query for all the checks of the look
+        (:meth:`VersionStore.live_identities_and_facts`)."""
+        if self._look_rows is None:
+            kind = self._look_fact_kind()
+            if kind is None:
+                self._look_rows = {k: (*v, None) for k, v in self.store.live_identities().items()}
+            else:
+                self._look_rows = self.store.live_identities_and_facts(kind)
+        return self._look_rows
 
     @contextlib.contextmanager
     def one_look(self) -> Iterator[None]:
@@ -277,7 +297,7 @@ class GateCore(EngineCore):
         try:
             yield
         finally:
-            self._looking, self._look = False, None
+            self._looking, self._look, self._look_rows = False, None, None
 
     def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
         """``(shown, path, tracked, sig)`` for every file the kubelet reads in the manifest

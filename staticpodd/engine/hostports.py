@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 class PortsCore(GateCore):
     """The host-port refusal of new live bytes, over a digest-keyed memo of each file's claims."""
 
+    def _look_fact_kind(self) -> str | None:
+        return self._ports_kind()
+
     @staticmethod
     def _ports_kind() -> str:
         """The ``facts`` kind of a file's host-port claims: changes with the validator's code
@@ -80,7 +83,11 @@ class PortsCore(GateCore):
         even decoded: one substring test per file, issue 14)."""
         have_store = self.layout.db_path.exists()
         kind = self._ports_kind()
-        cached = self.store.live_facts(kind) if have_store else {}
+        cached: dict[str, tuple[Any, ...]]  # file -> (sig, ..., memoised fact as JSON text)
+        if self._looking and have_store:  # the rows the duplicate check of this look read too
+            cached = self._looked_rows()
+        else:
+            cached = self.store.live_facts(kind) if have_store else {}
         # a claim on (proto, port) is memoised as the JSON text '["TCP", 10259, ...' (json.dumps's
         # own separators, _claims_to_json): a memo without any of these texts claims none of them
         needles = None if ports is None else [json.dumps([p, n])[:-1] + "," for p, n in set(ports)]
@@ -91,8 +98,8 @@ class PortsCore(GateCore):
         with batch:
             for shown, path, tracked, sig in self._live_others(besides):
                 row = cached.get(shown) if tracked else None
-                if row is not None and row[1] is not None and sig is not None and sig == row[0]:
-                    text = row[1]
+                if row is not None and row[-1] is not None and sig is not None and sig == row[0]:
+                    text = row[-1]
                     if needles is not None and not any(n in text for n in needles):
                         continue
                     claims = _claims_from_json(json.loads(text))
