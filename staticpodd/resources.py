@@ -44,9 +44,10 @@ _validator_id: str | None = None
 
 
 _DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
-            "jsondecode.py")
+            "jsondecode.py", "hostclaims.py")
 """The decoder's modules, hashed into the validator id: what was ``manifest.py`` before issue 15 split
-it, and the JSON decoder (a change to either must invalidate cached verdicts)."""
+it, and the JSON decoder (a change to either must invalidate cached verdicts); and ``hostclaims.py``,
+the host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
 
 
 def validator_id() -> str:

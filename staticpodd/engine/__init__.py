@@ -17,6 +17,7 @@ Map of this package (each family builds on the ones it calls; :class:`Engine` co
 - ``fsfacts.py``: read-only facts: stat signatures, file listings, UTF-8 names, live pids.
 - ``core.py``: :class:`EngineCore`: config, store, lock, journal, hooks, listing, resolve.
 - ``gate.py``: the validation gate, pod identity, duplicate and identity refusals.
+- ``hostports.py``: :class:`PortsCore`: refusing new live bytes whose host port another live pod holds.
 - ``scan.py``: drift scan and adoption, settled reads, changed-meanwhile, quarantine.
 - ``recover.py``: intents and ``recover``; the recording helpers.
 - ``swap.py``: apply/edit, rollback, restore_last_good.
@@ -38,6 +39,7 @@ _LAZY = {
     "EngineCore": ".core",
     "GateCore": ".gate",
     "ParkVerbs": ".park",
+    "PortsCore": ".hostports",
     "QueryVerbs": ".query",
     "RecoverVerbs": ".recover",
     "ScanVerbs": ".scan",
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from .fsfacts import wanted_all as wanted_all
     from .full import Engine as Engine
     from .gate import GateCore as GateCore
+    from .hostports import PortsCore as PortsCore
     from .model import _DURATION_UNITS as _DURATION_UNITS
     from .model import EXTERNAL as EXTERNAL
     from .model import Actor as Actor

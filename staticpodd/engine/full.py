@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .core import EngineCore
 from .gate import GateCore
+from .hostports import PortsCore
 from .park import ParkVerbs
 from .query import QueryVerbs
 from .recover import RecoverVerbs
@@ -11,7 +12,7 @@ from .scan import ScanVerbs
 from .swap import SwapVerbs
 
 
-class Engine(ParkVerbs, SwapVerbs, ScanVerbs, GateCore, RecoverVerbs, QueryVerbs, EngineCore):
+class Engine(ParkVerbs, SwapVerbs, ScanVerbs, PortsCore, GateCore, RecoverVerbs, QueryVerbs, EngineCore):
     """The verbs over one :class:`~staticpodd.layout.Layout`.
 
     ``config`` is the loaded daemon/CLI configuration (attribute access) or None for defaults;

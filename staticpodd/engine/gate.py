@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import Conflict, InvalidManifest
@@ -242,39 +242,102 @@ class GateCore(EngineCore):
         # one query for every live file's cached identity and stat signature, then one stat per
         # file: a file whose stat is what it was when its bytes were read is not read again
         have_store = self.layout.db_path.exists()
-        cached = self.store.live_identities() if have_store else {}
-        base = os.path.join(self.layout.manifest_dir, "")
+        cached = self._looked_rows() if self._looking and have_store else (
+            self.store.live_identities() if have_store else {})
         # the identities this call caches go in one transaction, not one commit per file (the
         # first park on a node of 1,000 manifests made 1,000 commits)
         batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            # every file the kubelet reads: a file named like another file's component too (no
-            # component, untracked, but the kubelet runs it: a twin all the same)
-            for other in self._listed(self.layout.manifest_dir, files_only=True):
-                if other == besides:
-                    continue
-                row = cached.get(other)
-                if (row is not None and row[1] and (now := _stat_sig(base + other)) is not None
-                        and _sig_text(now) == row[0]):
+            for shown, path, tracked, sig in self._live_others(besides):
+                row = cached.get(shown) if tracked else None
+                if row is not None and row[1] and sig is not None and sig == row[0]:
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
-                        out.append(other)
+                        out.append(shown)
                     continue
-                st = self._state_at("live", other)
-                if st is not None and self.pod_identity(st.data) == ident:
-                    out.append(other)
-        mdir = str(self.layout.manifest_dir)
-        for odd in sorted(self.untrackable):  # the kubelet reads these too; shown with \xNN escapes
-            path = Path(odd)
-            if str(path.parent) != mdir or not path.is_file():
-                continue
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if self.pod_identity(data) == ident:
-                out.append(printable_name(path.name))
+                data = self._live_bytes(path, tracked)
+                if data is not None and self.pod_identity(data) == ident:
+                    out.append(shown)
         return out
+
+    #: The live files with their stat signatures, listed once for the checks of one look at the
+    #: directory (:meth:`one_look`); None outside one, or before its first listing.
+    _look: list[tuple[str, str, bool, str | None]] | None = None
+    #: The store's rows for the live files in one look (:meth:`_looked_rows`).
+    _look_rows: dict[str, tuple[str, bool, str | None, str | None, str | None]] | None = None
+    _looking = False
+
+    def _look_fact_kind(self) -> str | None:
+        """The ``facts`` kind the checks of one look read beside the identities (None: none);
+        :class:`~staticpodd.engine.hostports.PortsCore` names its host-port claims."""
+        return None
+
+    def _looked_rows(self) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
+        """In a look (:meth:`one_look`): each live file's ``(sig, identity known, namespace,
+        name, fact)`` from the store, one query for all the checks of the look
+        (:meth:`VersionStore.live_identities_and_facts`)."""
+        if self._look_rows is None:
+            kind = self._look_fact_kind()
+            if kind is None:
+                self._look_rows = {k: (*v, None) for k, v in self.store.live_identities().items()}
+            else:
+                self._look_rows = self.store.live_identities_and_facts(kind)
+        return self._look_rows
+
+    @contextlib.contextmanager
+    def one_look(self) -> Iterator[None]:
+        """Within it, the checks of new bytes against the other live files (duplicates, host
+        ports: :meth:`files_defining`, ``live_port_claims``) share one listing and one stat per
+        file, taken by the first of them (issue 14: each verb costs one stat per file, not one
+        per check). Re-entrant; a new look lists and stats again."""
+        if self._looking:
+            yield
+            return
+        self._looking = True
+        try:
+            yield
+        finally:
+            self._looking, self._look, self._look_rows = False, None, None
+
+    def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
+        """``(shown, path, tracked, sig)`` for every file the kubelet reads in the manifest
+        directory but ``besides``, in its (sorted) order, then the non-UTF-8 names
+        (:attr:`untrackable`, ``shown`` with \\xNN escapes, ``tracked`` False: the store never
+        keys them). Files and links to files, a file named like another file's component too
+        (no component, untracked, but the kubelet runs it). ``sig``: a tracked file's stat
+        signature as text (``_sig_text``; None: gone, or untracked), to compare with the one its
+        cached facts were read with. KUBELET.md "Which files are pods"."""
+        entries = self._look if self._looking else None
+        if entries is None:
+            entries = self._live_entries()
+            if self._looking:
+                self._look = entries
+        for entry in entries:
+            if not (entry[2] and entry[0] == besides):
+                yield entry
+
+    def _live_entries(self) -> list[tuple[str, str, bool, str | None]]:
+        base = os.path.join(self.layout.manifest_dir, "")
+        out: list[tuple[str, str, bool, str | None]] = []
+        for other in self._listed(self.layout.manifest_dir, files_only=True):
+            sig = _stat_sig(base + other)
+            out.append((other, base + other, True, _sig_text(sig) if sig is not None else None))
+        mdir = str(self.layout.manifest_dir)
+        for odd in sorted(self.untrackable):
+            path = Path(odd)
+            if str(path.parent) == mdir and path.is_file():
+                out.append((printable_name(path.name), odd, False, None))
+        return out
+
+    def _live_bytes(self, path: str, tracked: bool) -> bytes | None:
+        """The bytes of a file :meth:`_live_others` yields, None when it cannot be read (gone)."""
+        if tracked:
+            st = self._state_at("live", os.path.basename(path))
+            return st.data if st is not None else None
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None
 
     def _is_untrackable_display(self, shown: str) -> bool:
         """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""

@@ -194,12 +194,17 @@ class ParkVerbs(SwapVerbs):
             else:  # these exact bytes passed this exact validator before
                 ident = self.pod_identity(pst.data)
             def check_others() -> None:  # the live files the pod would join
+                with self.one_look():  # one listing and one stat per file for all these checks
+                    check_against_others()
+
+            def check_against_others() -> None:
                 if ident:
                     try:
                         self._check_no_duplicate(fn, *ident)
                     except Conflict as exc:
                         raise self._unpark_would_duplicate(comp, exc) from None
                     self._check_not_parked_elsewhere(comp, *ident, None)
+                    self._check_host_ports(fn, pst.data, str(self._path("parked", fn)), action="unpark")
 
             check_others()
             if self._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest):

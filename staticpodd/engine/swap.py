@@ -19,6 +19,7 @@ from ..layout import MANIFEST_SUFFIXES, component_of
 from ..store import Version, digest_of
 from ..termsafe import printable_name
 from .fsfacts import is_utf8_name
+from .hostports import PortsCore
 from .model import EXTERNAL, OpWarning, Result, Target, _q, unified_diff
 from .recover import RecoverVerbs
 from .scan import ScanVerbs
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 _COMPONENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
-class SwapVerbs(ScanVerbs, RecoverVerbs):
+class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
     """``apply``, ``rollback`` and ``restore_last_good``."""
 
     if TYPE_CHECKING:  # defined by ParkVerbs (park.py): ``apply(..., unpark=True)`` ends with it
@@ -188,6 +189,10 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                     f"{old_ident[0]}/{old_ident[1]}: the kubelet stops one and starts the other",
                     code="pod-renamed")]
         def check_others() -> None:  # the other files of the directory, as the kubelet will read them
+            with self.one_look():  # one listing and one stat per file for all these checks
+                check_against_others()
+
+        def check_against_others() -> None:
             try:
                 self._check_no_duplicate(fn, manifest.namespace, manifest.name)
             except Conflict as exc:
@@ -196,6 +201,8 @@ class SwapVerbs(ScanVerbs, RecoverVerbs):
                 raise self._new_file_would_duplicate(comp, fn, manifest.namespace, manifest.name, exc) from None
             self._check_not_parked_elsewhere(comp, manifest.namespace, manifest.name,
                                              cur.data if cur is not None and loc == "live" else None)
+            if action != "restore":  # the daemon's undo of a bad write: never held back (README)
+                self._check_host_ports(fn, data, source, action=action, doc=manifest.doc)
 
         if loc == "live" or unpark:
             check_others()

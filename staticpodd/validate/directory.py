@@ -14,9 +14,10 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from staticpodd.validate.context import Options, as_dict
+from staticpodd.hostclaims import claims_clash
+from staticpodd.validate.context import Options
 from staticpodd.validate.findings import Finding, make
-from staticpodd.validate.podfacts import FileMemo, PodFacts, pod_facts
+from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
@@ -119,13 +120,7 @@ def _judge_file(name: str, display: str, data: bytes, options: Options, validate
     doc, positions, file_findings = validate(data, display, options)
     own = list(file_findings)
     why = stray_reason(name)
-    is_pod = (
-        isinstance(doc, dict)
-        and doc.get("kind") == "Pod"
-        and doc.get("apiVersion") == "v1"
-        and isinstance(as_dict(doc.get("metadata")).get("name"), str)
-        and as_dict(doc.get("metadata")).get("name")
-    )
+    is_pod = is_pod_doc(doc)
     if why:
         own.append(Finding("stray", "warning", display, None, None, None,
                            f"stray file ({why}): the kubelet reads every non-dot file here as a pod, whatever "
@@ -339,9 +334,10 @@ def _duplicates(pods: dict) -> list[Finding]:
 def _port_conflicts(pods: dict) -> list[Finding]:
     """Two pods claiming one host port: the second fails admission (NodePorts).
 
-    Files that define one pod (same namespace/name) never conflict with each other: the kubelet
-    runs only one of them (KUBELET.md "Duplicate names across files"), and :func:`_duplicates`
-    already reports them as ``duplicate-pod``.
+    Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
+    refusal of new bytes uses it too). Files that define one pod (same namespace/name) never
+    conflict with each other: the kubelet runs only one of them (KUBELET.md "Duplicate names
+    across files"), and :func:`_duplicates` already reports them as ``duplicate-pod``.
     """
     out = []
     claims: dict[tuple[str, int], list[tuple[tuple[str, str], str, str, str, dict]]] = {}
@@ -352,13 +348,9 @@ def _port_conflicts(pods: dict) -> list[Finding]:
     for (proto, port), who in claims.items():
         for i in range(1, len(who)):
             key, display, ip, fieldp, positions = who[i]
-            for okey, odisplay, oip, _of, _op in who[:i]:
-                if odisplay == display:
-                    continue
-                if ip != oip and "0.0.0.0" not in (ip, oip):
-                    continue
-                if okey == key:
-                    continue  # one pod in two files: duplicate-pod covers it, only one file runs
+            for okey, odisplay, oip, ofield, _op in who[:i]:
+                if not claims_clash(key, (proto, port, ip, fieldp), okey, (proto, port, oip, ofield)):
+                    continue  # other IPs, or one pod in two files (duplicate-pod covers it: only one runs)
                 out.append(
                     make(
                         "host-port-conflict",

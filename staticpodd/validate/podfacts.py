@@ -91,6 +91,44 @@ def host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
     return out
 
 
+def is_pod_doc(doc: object) -> bool:
+    """Whether a decoded document is a pod the checks across files count: ``apiVersion: v1``,
+    ``kind: Pod`` and a non-empty string ``metadata.name`` (KUBELET.md "Which files are pods")."""
+    if not isinstance(doc, dict) or doc.get("kind") != "Pod" or doc.get("apiVersion") != "v1":
+        return False
+    name = as_dict(doc.get("metadata")).get("name")
+    return isinstance(name, str) and bool(name)
+
+
+def pod_key(doc: dict) -> tuple[str, str]:
+    """``(namespace, name)`` of a document :func:`is_pod_doc` accepts (namespace ``default`` when unset)."""
+    meta = doc["metadata"]
+    return (meta.get("namespace") or "default", meta["name"])
+
+
+def port_claims(data: bytes) -> tuple[tuple[str, str], list[tuple[str, int, str, str]]] | None:
+    """``((namespace, name), host_ports)`` of the pod ``data`` defines as the kubelet decodes it
+    (up to its 10 MiB), None when it is no pod (:func:`is_pod_doc`) or does not decode. Decoding
+    only, no validation: what the engine caches for each live file (by digest) to refuse new
+    bytes that claim a host port another live pod holds. Never raises for bad input."""
+    from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
+    from staticpodd.decoding import decode
+
+    try:
+        doc = decode(data, max_bytes=KUBELET_MAX_BYTES).doc
+    except DecodeProblem:
+        return None
+    return doc_claims(doc)
+
+
+def doc_claims(doc: object) -> tuple[tuple[str, str], list[tuple[str, int, str, str]]] | None:
+    """:func:`port_claims` of an already decoded document (the gate's)."""
+    if not is_pod_doc(doc):
+        return None
+    assert isinstance(doc, dict)
+    return pod_key(doc), host_ports(doc)
+
+
 class PodFacts(FrozenRecord):
     """One file's pod for the checks across files. ``display``: the path as shown; ``key``:
     (namespace, name); ``ports``: (protocol, port, hostIP, field) it claims (:func:`host_ports`);
@@ -121,12 +159,11 @@ def pod_facts(display: str, doc: dict, positions: dict) -> PodFacts:
     """The :class:`PodFacts` of a decoded Pod ``doc`` (``metadata.name`` set) read from ``display``."""
     from staticpodd.validate.nodefit import pod_requests, request_field
 
-    meta = doc["metadata"]
     spec = as_dict(doc.get("spec"))
     ports = tuple(host_ports(doc))
     fields = (request_field(spec, "cpu"), request_field(spec, "memory"))
     wanted = ["metadata.name", *(p[3] for p in ports), *(f for f in fields if f)]
-    return PodFacts(display, (meta.get("namespace") or "default", meta["name"]), ports, pod_requests(spec),
+    return PodFacts(display, pod_key(doc), ports, pod_requests(spec),
                     fields, {f: locate(positions, f) for f in wanted})
 
 

@@ -63,9 +63,18 @@ SCHEDULER = (
     "  labels:\n    component: {name}\n    tier: control-plane\n"
     "spec:\n  hostNetwork: true\n  priorityClassName: system-node-critical\n"
     "  containers:\n  - name: {name}\n    image: registry.k8s.io/kube-scheduler:v1.34.2\n"
-    "    command:\n    - kube-scheduler\n    - --bind-address=127.0.0.1\n    - --leader-elect=true\n"
-    "    - --v={v}\n    resources:\n      requests:\n        cpu: 100m\n"
+    "    command:\n    - kube-scheduler\n    - --bind-address=127.0.0.1\n    - --secure-port={port}\n"
+    "    - --leader-elect=true\n    - --v={v}\n    resources:\n      requests:\n        cpu: 100m\n"
 )
+
+
+def scheduler(name: str, v: int) -> str:
+    """:data:`SCHEDULER` as pod ``name``, version ``v``: each pod on a host port of its own
+    (``--secure-port``: ``extra-NNNN`` on 20000 + NNNN), as on a real node, where two pods on one
+    port leave one rejected at admission and apply/unpark refuse it (KUBELET.md "What the kubelet
+    refuses")."""
+    port = 20000 + int(name[6:]) if name.startswith("extra-") else 10259
+    return SCHEDULER.format(name=name, v=v, port=port)
 
 
 class Row:
@@ -118,7 +127,7 @@ def node(tmp: Path, name: str, components: int) -> Path:
     mdir.mkdir(parents=True)
     names = ["kube-scheduler"] + [f"extra-{i:04d}" for i in range(components - 1)]
     for n in names:
-        (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
+        (mdir / f"{n}.yaml").write_text(scheduler(n, 2))
         os.chmod(mdir / f"{n}.yaml", 0o600)
     subprocess.run(ctl_cmd("status", "--root", str(root)), env=env(), stdout=subprocess.DEVNULL, check=True)
     return root
@@ -135,7 +144,7 @@ def add_versions(root: Path, component: str, count: int) -> list[bytes]:
     try:
         with store.transaction():
             for i in range(count):
-                data = SCHEDULER.format(name=component, v=2).encode() + f"# change {i}\n".encode()
+                data = scheduler(component, 2).encode() + f"# change {i}\n".encode()
                 store.record(component, f"{component}.yaml", data, action="apply", actor="bench",
                              reason=f"bench {i}", mode=0o600, uid=0, gid=0)
                 blobs.append(data)
@@ -206,7 +215,7 @@ def daemon_figures(tmp: Path, count: int, idle_seconds: float, tree: Path = REPO
     mdir.mkdir(parents=True)
     for i in range(count):
         n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
-        (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
+        (mdir / f"{n}.yaml").write_text(scheduler(n, 2))
     out: dict[str, float] = {}
     daemon = [sys.executable, "-m", "staticpodd.daemon"]
     for phase in ("fresh", "restart"):
@@ -335,7 +344,7 @@ def _daemon_root(tmp: Path, name: str, count: int, config: str) -> Path:
     mdir.mkdir(parents=True)
     for i in range(count):
         n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
-        (mdir / f"{n}.yaml").write_text(SCHEDULER.format(name=n, v=2))
+        (mdir / f"{n}.yaml").write_text(scheduler(n, 2))
         os.chmod(mdir / f"{n}.yaml", 0o600)
     (root / "etc/staticpodd").mkdir(parents=True)
     (root / "etc/staticpodd/staticpodd.yaml").write_text(config)
@@ -422,7 +431,7 @@ def burst_figures(tmp: Path, count: int = 200) -> tuple[float, float, int, int]:
         idle: list[float] = []
         for i in range(40):
             n = f"extra-{(i % (count - 1)) + 1:04d}"
-            data = SCHEDULER.format(name=n, v=100 + i).encode()
+            data = scheduler(n, 100 + i).encode()
             (mdir / f"{n}.yaml").write_bytes(data)
             t = {n: time.monotonic()}
             idle += list(recorded_after({n: digest_of(data)}, t).values())
@@ -430,7 +439,7 @@ def burst_figures(tmp: Path, count: int = 200) -> tuple[float, float, int, int]:
         want, t_written = {}, {}
         for i in range(count):
             n = "kube-scheduler" if i == 0 else f"extra-{i:04d}"
-            data = SCHEDULER.format(name=n, v=1000 + i).encode()
+            data = scheduler(n, 1000 + i).encode()
             (mdir / f"{n}.yaml").write_bytes(data)
             want[n], t_written[n] = digest_of(data), time.monotonic()
         burst = recorded_after(want, t_written)
@@ -480,13 +489,13 @@ def startup_rows(tmp: Path, root: Path, runs: int) -> list[Row]:
     py = sys.executable
     r = str(root)
     manifest = tmp / "kube-scheduler.yaml"
-    manifest.write_text(SCHEDULER.format(name="kube-scheduler", v=3))
+    manifest.write_text(scheduler("kube-scheduler", 3))
     v = 3
 
     def new_bytes() -> None:
         nonlocal v
         v += 1
-        manifest.write_text(SCHEDULER.format(name="kube-scheduler", v=v))
+        manifest.write_text(scheduler("kube-scheduler", v))
 
     def unpark() -> None:
         subprocess.run([py, "-c", CONSOLE, "unpark", "kube-scheduler", "--root", r], env=env(),
@@ -556,7 +565,7 @@ def verb_rows(tmp: Path, args: argparse.Namespace) -> bool:
         level = iter(range(100, 100_000))
 
         def next_bytes(src: Path = src, level: Iterator[int] = level) -> None:
-            src.write_text(SCHEDULER.format(name="kube-scheduler", v=next(level)))
+            src.write_text(scheduler("kube-scheduler", next(level)))
 
         figs.append(timed(ctl_cmd("apply", str(src), "--as", "kube-scheduler", "--root", str(root)), args.runs,
                           between=next_bytes))

@@ -115,3 +115,58 @@ def test_a_twin_written_after_the_last_apply_is_still_refused(eng, sandbox) -> N
     sandbox.write("p09.yaml", small_pod("p05"))  # after the scans that stored p09's signature
     with pytest.raises(Conflict, match="p09.yaml"):
         eng.apply(small_pod("p05", image="nginx:1.28").encode(), source="p05.next.yaml", component="p05")
+
+
+def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypatch) -> None:
+    # The host-port check (KUBELET.md "What the kubelet refuses") looks at every other live
+    # file's claims, memoised by digest and trusted while the file's stat is what it was when
+    # its bytes were read: after the first look, the 29 others are neither read nor decoded, and
+    # the two checks of the other files (duplicates, host ports) stat each of them once.
+    from staticpodd.validate import podfacts
+
+    def claiming(port: int) -> bytes:
+        return small_pod("p05", extra=f"    ports:\n    - containerPort: 80\n      hostPort: {port}\n").encode()
+
+    eng.apply(claiming(9999), source="p05.next.yaml", component="p05")  # the first look: memoised
+    decoded = _count(monkeypatch, podfacts, "port_claims")
+    eng.park("p05")
+    eng.unpark("p05")
+    assert decoded[0] == 0  # the parked bytes' claims are memoised too
+    from staticpodd.engine import gate
+
+    stats = _count(monkeypatch, gate, "_stat_sig")
+    eng.apply(claiming(9998), source="p05.next.yaml", component="p05")
+    assert decoded[0] == 0  # no other file; the new bytes' claims come from the gate's document
+    assert stats[0] <= 30  # one stat per live file for the duplicate and host-port checks together
+
+
+def test_a_port_taken_after_the_last_apply_is_still_refused(eng, sandbox) -> None:
+    sandbox.write("p09.yaml", small_pod("p09", extra="    ports:\n    - containerPort: 80\n      hostPort: 8080\n"))
+    with pytest.raises(Conflict, match="host port 8080/TCP .* p09.yaml"):
+        eng.apply(small_pod("p05", extra="    ports:\n    - containerPort: 80\n      hostPort: 8080\n").encode(),
+                  source="p05.next.yaml", component="p05")
+
+
+def test_a_port_claimed_by_an_unchanged_file_is_refused_from_its_memo(eng, sandbox, monkeypatch) -> None:
+    # the other file's claims come from the store (its stat unchanged since its bytes were read),
+    # and still refuse: only the new bytes are decoded
+    from staticpodd.validate import podfacts
+
+    ports = "    ports:\n    - containerPort: 80\n      hostPort: 8080\n"
+    p09 = sandbox.write("p09.yaml", small_pod("p09", extra=ports))
+    old = time.time() - 60
+    os.utime(p09, (old, old))
+    time.sleep(max(0.0, os.stat(p09).st_ctime + 2.1 - time.time()))  # past the racy window
+    with eng.locked():
+        eng.scan(log=False)
+    eng.apply(small_pod("p05", extra=ports.replace("8080", "9999")).encode(), source="p05.next.yaml",
+              component="p05")  # p09's claims memoised
+    decoded = _count(monkeypatch, podfacts, "port_claims")
+    for proto in ("UDP", "TCP"):  # 8080/UDP is free; 8080/TCP is p09's
+        bytes_ = small_pod("p05", extra=ports + (f"      protocol: {proto}\n")).encode()
+        if proto == "UDP":
+            eng.apply(bytes_, source="p05.next.yaml", component="p05")
+        else:
+            with pytest.raises(Conflict, match="host port 8080/TCP .* p09.yaml"):
+                eng.apply(bytes_, source="p05.next.yaml", component="p05")
+    assert decoded[0] == 0  # p09 neither read nor decoded (the new bytes: the gate's document)
