@@ -138,6 +138,12 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         assert self.hints is not None
         if "lock" in self.runtime_problems:
             return  # the last pass already waited its lock_wait for a staticpodctl: not a second time
+        # No hint may arrive during this pass: the late event of a write made just before the
+        # signal would make its file look busy to the executor after the policies had judged it
+        # (INVALID_LIVE said "restoring", and the stop left the bad bytes live). Changes whose
+        # events are not in yet are found by their stat below.
+        if self.watcher is not None:
+            self.watcher.stop()
         names = {h.name for h in self.hints.take_all() if h.name} | self.hints.take_closed() | self._retry_names
         self._retry_names = set()
         now = self._live_stats()
