@@ -66,7 +66,8 @@ class WriterHoldsMixin(DaemonBase):
         not say that nobody has the file open for writing, :func:`staticpodd.writelease.
         open_for_writing`), or inotify saw it change and not yet closed
         (:class:`staticpodd.watch.OpenWrites`; ``writers`` is then empty: without CAP_SYS_PTRACE
-        /proc does not show other processes' descriptors). Renaming a version over it then would
+        /proc does not show other processes' descriptors; not when the kernel says nobody has it
+        open for writing: the close event is only late). Renaming a version over it then would
         leave the writer writing into an unlinked inode, and its complete bytes would never reach
         the disk nor the history. A writer that has not changed the file for
         :data:`staticpodd.watch.WRITE_STALL` seconds is taken as stalled (logged once): the
@@ -80,11 +81,14 @@ class WriterHoldsMixin(DaemonBase):
         if self._scan_stats.get(file_name) != (st.st_size, st.st_mtime_ns, st.st_ino):
             return "changed", []
         writers: list[Writer] = []
-        if open_for_writing(path, st) is not False:  # some process may write it: /proc names it
+        kernel = open_for_writing(path, st)
+        if kernel is not False:  # some process may write it: /proc names it
             denied: set[int] = set()
             writers = open_writers(path, denied=denied)
             self._note_proc_denied(denied)
-        since = self.hints.writes.since(file_name) if self.hints is not None else None
+        # the kernel's "nobody has it open for writing" beats inotify's memory of a change whose
+        # close event is not in yet (a write just before a stop: held, and then never restored)
+        since = self.hints.writes.since(file_name) if self.hints is not None and kernel is not False else None
         if not writers and since is None:
             self._stalled.discard(file_name)
             return None
