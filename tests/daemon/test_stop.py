@@ -157,7 +157,8 @@ def test_an_invalid_write_just_before_sigterm_is_restored_when_the_journal_says_
         good = path.read_bytes()
         path.write_bytes(b"apiVersion: v1\nkind: Pod\n")
         assert d.stop() == 0
-        said = wait_journal(root, "INVALID_LIVE", lambda e: e.get("_PID") == str(d.proc.pid))
+        pid = str(d.proc.pid)
+        said = wait_journal(root, "INVALID_LIVE", lambda e, pid=pid: e.get("_PID") == pid)
         assert "restoring" in said["MESSAGE"], said["MESSAGE"]
         assert path.read_bytes() == good, f"round {round_}: the journal said restoring, the bad bytes stayed live"
-        wait_journal(root, "RESTORED_LAST_GOOD", lambda e: e.get("_PID") == str(d.proc.pid))
+        wait_journal(root, "RESTORED_LAST_GOOD", lambda e, pid=pid: e.get("_PID") == pid)
