@@ -68,9 +68,20 @@ class PortsCore(GateCore):
             from ..validate.podfacts import port_claims
 
             claims = port_claims(data)
+            if claims is not None and claims[1] and self._kubelet_never_runs(data):
+                claims = (claims[0], [])  # a pod the kubelet never runs holds no port
         if have_store and self._lock.held:
             self.store.set_fact(digest, kind, _claims_to_json(claims))
         return claims
+
+    def _kubelet_never_runs(self, data: bytes) -> bool:
+        """Whether the kubelet refuses ``data`` or its pod fails admission on its own
+        (:func:`staticpodd.validate.verdict.kubelet_refuses`): such a pod holds no host port, as
+        ``validate DIR`` judges it too. Validates once per digest (the caller memoises)."""
+        from ..validate import validate_bytes
+        from ..validate.verdict import kubelet_refuses
+
+        return kubelet_refuses(validate_bytes(data, "<live file>", self.validate_options()))
 
     def live_port_claims(self, *, besides: str, ports: Iterable[tuple[str, int]] | None = None
                          ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
@@ -125,6 +136,9 @@ class PortsCore(GateCore):
             return
         clashes = clashes_with(mine[0], mine[1],
                                self.live_port_claims(besides=fn, ports=[(c[0], c[1]) for c in mine[1]]))
+        # of files defining one pod the kubelet runs the lexically last only: the others claim
+        # nothing (KUBELET.md "Duplicate names across files"; validate DIR judges so too)
+        clashes = [c for c in clashes if not self._shadowed(c[1], c[2])]
         if not clashes:
             return
         (proto, port, _ip, field), other, okey, _oclaim = clashes[0]
@@ -145,6 +159,13 @@ class PortsCore(GateCore):
             details={"code": "host-port-conflict", "port": port, "protocol": proto, "field": field,
                      "other_file": other, "other_pod": f"{okey[0]}/{okey[1]}"},
         )
+
+
+    def _shadowed(self, shown: str, key: tuple[str, str]) -> bool:
+        """Whether live file ``shown`` (as :meth:`live_port_claims` names it) is not the file the
+        kubelet runs for its pod ``key``: another live file defining that pod sorts after it."""
+        others = self.files_defining(key, besides=shown)
+        return bool(others) and sorted([*others, shown])[-1] != shown
 
 
 def _where(data: bytes, field: str) -> tuple[int | None, int | None]:

@@ -18,6 +18,7 @@ from staticpodd.hostclaims import claims_clash
 from staticpodd.validate.context import Options
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
+from staticpodd.validate.verdict import kubelet_refuses
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
@@ -133,7 +134,14 @@ def _judge_file(name: str, display: str, data: bytes, options: Options, validate
         own.append(Finding("stray", "warning", display, None, None, None,
                            "stray file: not a Pod manifest; the kubelet fails to read it every 20 s",
                            "move it out of the manifest directory"))
-    return tuple(own), pod_facts(display, doc, positions) if is_pod else None
+    if not is_pod:
+        return tuple(own), None
+    facts = pod_facts(display, doc, positions)
+    if facts.ports and kubelet_refuses(own):
+        # a pod the kubelet never runs (its file refused, or its own admission fails) holds no
+        # host port: nothing clashes with it (KUBELET.md "What the kubelet refuses")
+        facts = facts.replace(ports=())
+    return tuple(own), facts
 
 
 def _too_large_finding(size: int, display: str, options: Options) -> Finding:
@@ -335,16 +343,17 @@ def _port_conflicts(pods: dict) -> list[Finding]:
     """Two pods claiming one host port: the second fails admission (NodePorts).
 
     Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
-    refusal of new bytes uses it too). Files that define one pod (same namespace/name) never
-    conflict with each other: the kubelet runs only one of them (KUBELET.md "Duplicate names
-    across files"), and :func:`_duplicates` already reports them as ``duplicate-pod``.
+    refusal of new bytes uses it too). Of files that define one pod (same namespace/name) only
+    the lexically last counts: the kubelet runs it and ignores the others (KUBELET.md "Duplicate
+    names across files"; :func:`_duplicates` reports them as ``duplicate-pod``). A pod the kubelet
+    never runs claims nothing (:func:`_judge_file`).
     """
     out = []
     claims: dict[tuple[str, int], list[tuple[tuple[str, str], str, str, str, dict]]] = {}
     for key, files in pods.items():
-        for facts in files:
-            for proto, port, ip, fieldp in facts.ports:
-                claims.setdefault((proto, port), []).append((key, facts.display, ip, fieldp, facts.located))
+        facts = files[-1]  # of files defining one pod the kubelet runs the lexically last only
+        for proto, port, ip, fieldp in facts.ports:
+            claims.setdefault((proto, port), []).append((key, facts.display, ip, fieldp, facts.located))
     for (proto, port), who in claims.items():
         for i in range(1, len(who)):
             key, display, ip, fieldp, positions = who[i]

@@ -175,3 +175,31 @@ def test_a_file_edited_by_hand_to_take_the_port_is_seen(sandbox, ctl, tmp_path) 
     Path(sandbox.manifests / "api.yaml").write_text(port_pod("api", 8080))
     src.write_text(port_pod("web", 8080) + "# new\n")
     _refused(ctl("apply", str(src), "--json"), "8080/TCP", "api.yaml")
+
+
+def test_only_pods_the_kubelet_runs_hold_ports(sandbox, ctl, tmp_path) -> None:
+    """A newcomer's two wrong refusals: of two files defining one pod the kubelet runs the
+    lexically last and ignores the other (KUBELET.md "Duplicate names across files"), and it
+    never runs a file it refuses; neither holds a host port, for apply as for validate DIR. The
+    file the kubelet does run still does."""
+    sandbox.write("a.yaml", port_pod("a", 9090))  # ignored: a.yaml.bak defines pod a too and sorts last
+    sandbox.write("a.yaml.bak", port_pod("a", 8080))
+    sandbox.write("holder.yaml", port_pod("holder", 7070).replace("spec:\n", "spec:\n  restartPolicy: Bogus\n"))
+    judged = tmp_path / "judged"  # the directory as it would be with b and c in it
+    judged.mkdir()
+    for f in sandbox.manifests.iterdir():
+        (judged / f.name).write_bytes(f.read_bytes())
+    (judged / "b.yaml").write_text(port_pod("b", 9090))
+    (judged / "c.yaml").write_text(port_pod("c", 7070))
+    assert [f.path for f in validate_directory(judged) if f.code == "host-port-conflict"] == []
+    for name, port in (("b", 9090), ("c", 7070)):
+        src = tmp_path / f"{name}.yaml"
+        src.write_text(port_pod(name, port))
+        r = ctl("apply", str(src), "--json")
+        assert r.rc == 0, (name, r.out, r.err)
+    src = tmp_path / "d.yaml"
+    src.write_text(port_pod("d", 8080))
+    _refused(ctl("apply", str(src), "--json"), "8080/TCP", "a.yaml.bak")
+    (sandbox.manifests / "d.yaml").write_text(port_pod("d", 8080))
+    flagged = [f for f in validate_directory(sandbox.manifests) if f.code == "host-port-conflict"]
+    assert [os.path.basename(f.path) for f in flagged] == ["d.yaml"]
