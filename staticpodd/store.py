@@ -714,7 +714,8 @@ class VersionStore:
         return {r[0]: (r[1], bool(r[2]), r[3], r[4]) for r in rows}
 
     def live_identities_and_facts(self, kind: str) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
-        """:meth:`live_identities` and :meth:`live_facts` of ``kind`` in one query: ``file_name ->
+        """:meth:`live_identities` and the memoised fact ``kind`` (JSON text, :meth:`fact`; None:
+        not memoised yet) of each live file's observed bytes, in one query: ``file_name ->
         (sig, identity known, namespace, name, fact)``. For a verb that runs both checks (the
         duplicate pod and the host-port refusals of new bytes, one look at the directory)."""
         if self._old_schema:
@@ -725,20 +726,6 @@ class VersionStore:
             "WHERE o.location = 'live' AND o.sig IS NOT NULL", (kind,)
         )
         return {r[0]: (r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows}
-
-    def live_facts(self, kind: str) -> dict[str, tuple[str, str | None]]:
-        """Each live file whose observed bytes were read with a known stat signature (see
-        :meth:`sigs`): ``file_name -> (sig, fact)``, ``fact`` the memoised fact ``kind`` about
-        those bytes as stored (JSON text, :meth:`fact`; None: not memoised yet). One query for
-        the host-port check of new bytes (:mod:`staticpodd.engine.hostports`), which stats each
-        file and trusts this only while its stat is the same."""
-        if self._old_schema:
-            return {}
-        rows = self._db.execute(
-            "SELECT o.file_name, o.sig, f.value FROM observed o LEFT JOIN facts f ON f.digest = o.digest "
-            "AND f.kind = ? WHERE o.location = 'live' AND o.sig IS NOT NULL", (kind,)
-        )
-        return {r[0]: (r[1], r[2]) for r in rows}
 
 
 def _on_readonly_mount(path: Path) -> bool:
@@ -764,7 +751,7 @@ def _guard(name: str, fn: Any) -> Any:
 
 _READS = {"head", "get", "history", "older", "count", "sigs", "data", "components", "knows_digest", "events",
           "park_of", "parks", "expired_parks", "intents", "identity", "fact", "verdict", "observed", "live_identities",
-          "live_facts", "live_identities_and_facts", "dir_findings"}
+          "live_identities_and_facts", "dir_findings"}
 for _name in [n for n, v in vars(VersionStore).items() if callable(v) and not n.startswith("_")
               and n not in ("transaction", "after_intent", "relaxed", "close")]:
     setattr(VersionStore, _name, _guard(_name, vars(VersionStore)[_name]))

@@ -8,7 +8,8 @@ them live, by the same rule (:func:`staticpodd.hostclaims.claims_clash`).
 
 Cost (issue 14): each live file's claims are a fact about its bytes, memoised in the store by
 digest (``facts``, kind :meth:`PortsCore._ports_kind`), and found for every live file with one
-query joined on the stat signature its bytes were read with (:meth:`VersionStore.live_facts`):
+query joined on the stat signature its bytes were read with
+(:meth:`VersionStore.live_identities_and_facts`):
 a file is read and decoded only when its stat changed or its bytes were never seen.
 """
 
@@ -89,16 +90,18 @@ class PortsCore(GateCore):
         a pod claiming host ports, in the kubelet's (sorted) order; non-UTF-8 names (shown with
         \\xNN escapes) and links to files count, as the kubelet reads them (KUBELET.md "Which
         files are pods"). A file whose stat is what it was when its bytes were read is not read
-        again (:meth:`VersionStore.live_facts`). ``ports``: ``(protocol, port)`` pairs; when
-        given, a file whose memoised claims hold none of them may be left out (its memo is not
-        even decoded: one substring test per file, issue 14)."""
+        again (:meth:`VersionStore.live_identities_and_facts`, in one look: :meth:`one_look`).
+        ``ports``: ``(protocol, port)`` pairs; when given, a file whose memoised claims hold none
+        of them may be left out (its memo is not even decoded: one substring test per file,
+        issue 14)."""
+        with self.one_look():  # in a verb's look: the listing, stats and rows its duplicate check read
+            return self._live_port_claims(besides, ports)
+
+    def _live_port_claims(self, besides: str, ports: Iterable[tuple[str, int]] | None
+                          ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
         have_store = self.layout.db_path.exists()
-        kind = self._ports_kind()
-        cached: dict[str, tuple[Any, ...]]  # file -> (sig, ..., memoised fact as JSON text)
-        if self._looking and have_store:  # the rows the duplicate check of this look read too
-            cached = self._looked_rows()
-        else:
-            cached = self.store.live_facts(kind) if have_store else {}
+        # file -> (sig, identity known, namespace, name, memoised claims as JSON text)
+        cached = self._looked_rows() if have_store else {}
         # a claim on (proto, port) is memoised as the JSON text '["TCP", 10259, ...' (json.dumps's
         # own separators, _claims_to_json): a memo without any of these texts claims none of them
         needles = None if ports is None else [json.dumps([p, n])[:-1] + "," for p, n in set(ports)]
