@@ -25,6 +25,10 @@ from urllib.parse import quote, urlsplit
 from .runtime import CONFIG_HASH
 
 CONFIG_MIRROR = "kubernetes.io/config.mirror"
+#: What the node authorizer says (plugin/pkg/auth/authorizer/node) when a node asks for a pod
+#: that is not bound to it: for a mirror pod, the kubelet has deleted it. v1.37.2 says
+#: ``node: no relationship found between node 'NAME' and this object`` (seen on a real control plane).
+NODE_AUTHORIZER_NO_RELATIONSHIP = "no relationship found between node"
 
 
 def _named(items: Any, name: Any, key: str) -> dict[str, Any]:
@@ -69,8 +73,16 @@ def _ssl_context(kubeconfig: Path, cluster: Mapping[str, Any], user: Mapping[str
 def mirror_pod_hash(kubeconfig: Path, pod_name: str, namespace: str, *, timeout: float = 2.0) -> dict[str, Any]:
     """GET the mirror pod through ``kubeconfig``'s current context.
 
-    Returns ``{"found": bool, "config_hash": str | None, "mirror": bool}`` or ``{"error": str}``
-    (unreadable kubeconfig, apiserver unreachable, 401/403...). Never raises.
+    Returns ``{"found": bool, "config_hash": str | None, "mirror": bool, "ready": bool | None}``
+    (``ready``: the kubelet's Ready condition on the mirror pod, None when it reports none) or
+    ``{"error": str}`` (unreadable kubeconfig, apiserver unreachable, 401, a 403 other than the
+    one below...). Never raises.
+
+    With the kubelet's own credentials (``kubelet.conf``, user ``system:node:<node>``) the node
+    authorizer answers 403, not 404, for a pod that is not bound to this node: a mirror pod the
+    kubelet has deleted reads as forbidden (seen on a real kubeadm v1.37.2 control plane: "node:
+    no relationship found between node 'NAME' and this object"). That answer means the pod is
+    gone: ``{"found": False, ..., "via": "node-authorizer"}``.
     """
     try:
         import yaml
@@ -112,12 +124,26 @@ def mirror_pod_hash(kubeconfig: Path, pod_name: str, namespace: str, *, timeout:
     except Exception as exc:  # noqa: BLE001 - a bad kubeconfig must never break a wait
         return {"error": f"{kubeconfig}: {type(exc).__name__}: {exc}"}
     if resp.status == 404:
-        return {"found": False, "config_hash": None, "mirror": False}
+        return {"found": False, "config_hash": None, "mirror": False, "ready": None}
+    if resp.status == 403 and NODE_AUTHORIZER_NO_RELATIONSHIP in body.decode("utf-8", "replace"):
+        return {"found": False, "config_hash": None, "mirror": False, "ready": None, "via": "node-authorizer"}
     if resp.status != 200:
-        return {"error": f"apiserver answered HTTP {resp.status}"}
+        return {"error": f"apiserver answered HTTP {resp.status}{_status_message(body)}"}
     try:
         pod = json.loads(body)
         ann = (pod.get("metadata") or {}).get("annotations") or {}
+        conds = (pod.get("status") or {}).get("conditions") or []
+        ready = next((c.get("status") == "True" for c in conds if isinstance(c, dict) and c.get("type") == "Ready"),
+                     None)
     except (ValueError, AttributeError):
         return {"error": "apiserver answered something that is not a Pod"}
-    return {"found": True, "config_hash": ann.get(CONFIG_HASH), "mirror": CONFIG_MIRROR in ann}
+    return {"found": True, "config_hash": ann.get(CONFIG_HASH), "mirror": CONFIG_MIRROR in ann, "ready": ready}
+
+
+def _status_message(body: bytes) -> str:
+    """``: <message>`` of a Kubernetes Status body, or nothing."""
+    try:
+        msg = json.loads(body).get("message")
+    except (ValueError, AttributeError):
+        return ""
+    return f": {str(msg)[:300]}" if msg else ""

@@ -103,7 +103,8 @@ class Outcome(Record):
 
     ``ok``: the node did what was asked. ``state``: stopped | running (ok) | still-running |
     name-mismatch | never-started | crash-looping | unchanged | shadowed | unhealthy | dropped |
-    not-relisted | runtime-unavailable. ``message``: what was observed, one or two sentences. ``details``: for
+    not-relisted | not-ready (the kubelet did not report the pod Ready) | runtime-unavailable.
+    ``message``: what was observed, one or two sentences. ``details``: for
     ``--json``. ``shadowing_file``: the other file that defines the same namespace/name and wins.
     """
 

@@ -89,7 +89,32 @@ def config_values(eng: Any) -> dict[str, Any]:
         from ..layout import under_root
 
         out["kubeconfig"] = str(under_root(layout.root, out["kubeconfig"]))
+    elif layout is not None and getattr(layout, "root", None) is not None:
+        out["kubeconfig"] = kubelet_kubeconfig(layout.root)
     return {k: v for k, v in out.items() if v is not None}
+
+
+#: The kubelet's own kubeconfig on a kubeadm node (KUBELET.md; kubeadm writes it 0600 root).
+KUBELET_KUBECONFIG = "etc/kubernetes/kubelet.conf"
+
+
+def kubelet_kubeconfig(root: Any) -> str | None:
+    """``<root>/etc/kubernetes/kubelet.conf`` when it is there and only its owner could have
+    written it (owned by root or by us, no group/other write), else None: the default
+    credentials ``--wait`` reads the mirror pod's Ready condition with. A file another user
+    could have written is never used."""
+    import os
+
+    path = os.path.join(str(root), KUBELET_KUBECONFIG)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    import stat as _stat
+
+    if not _stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+        return None
+    return path
 
 
 def _decode(data: bytes | None) -> dict[str, Any] | None:

@@ -298,6 +298,17 @@ def parse_seconds(text: str) -> float:
     return float(t)
 
 
+def _hierarchies() -> list[Path]:
+    """Every cgroup hierarchy the kubelet makes its cgroups in: each v1 controller and, on a
+    hybrid host, ``/sys/fs/cgroup/unified`` too (the kubelet creates ``<cgroupRoot>/kubepods/...``
+    there as well: a clean-up that walked only the v1 controllers left empty cgroups behind)."""
+    out = _v1_controllers()
+    unified = Path("/sys/fs/cgroup/unified")
+    if unified.is_dir() and unified not in out:
+        out.append(unified)
+    return out
+
+
 def _v1_controllers() -> list[Path]:
     root = Path("/sys/fs/cgroup")
     if (root / "cgroup.controllers").exists():  # cgroup v2 unified: one tree
@@ -852,7 +863,7 @@ def down(lab: Lab, *, keep: bool = False) -> list[str]:
                     os.kill(pid, signal.SIGKILL)
     _stop_pid(lab.pids.get("holder"), 10)
     time.sleep(0.1)
-    for ctrl in _v1_controllers():
+    for ctrl in _hierarchies():
         d = ctrl / lab.cgroup_root.lstrip("/")
         if not d.exists():
             continue

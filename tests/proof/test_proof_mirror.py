@@ -1,7 +1,9 @@
 """The optional mirror pod check: a real HTTPS "apiserver" on 127.0.0.1 (self-signed certificate,
 trusted through the kubeconfig's certificate-authority-data; bearer token) answering the pod GET.
-Its answer is reported in details["mirror_pod"] and never decides the outcome. The container
-runtime is the stand-in crictl (proof_fakes.py)."""
+Its answer is reported in details["mirror_pod"]; once staticpodd's own probe checks pass, a wait
+also waits for the kubelet's Ready condition on the mirror pod (the real thing is proven against a
+real control plane in tests/controlplane). The container runtime is the stand-in crictl
+(proof_fakes.py)."""
 
 from __future__ import annotations
 
@@ -77,9 +79,11 @@ def apiserver(tmp_path: Path) -> Iterator[Any]:
         requests = seen
 
         @staticmethod
-        def serve(pod_name: str, config_hash: str) -> None:
+        def serve(pod_name: str, config_hash: str, ready: bool = True) -> None:
             ann = {"kubernetes.io/config.hash": config_hash, "kubernetes.io/config.mirror": config_hash}
-            pods[f"/api/v1/namespaces/{NS}/pods/{pod_name}"] = {"metadata": {"name": pod_name, "annotations": ann}}
+            status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+            pods[f"/api/v1/namespaces/{NS}/pods/{pod_name}"] = {
+                "metadata": {"name": pod_name, "annotations": ann}, "status": status}
 
     yield Api
     httpd.shutdown()
@@ -87,9 +91,9 @@ def apiserver(tmp_path: Path) -> Iterator[Any]:
 
 
 def test_the_mirror_pods_config_hash_is_read_through_the_kubeconfig(apiserver: Any) -> None:
-    assert mirror_pod_hash(apiserver.path, POD, NS) == {"found": False, "config_hash": None, "mirror": False}
+    assert mirror_pod_hash(apiserver.path, POD, NS) == {"found": False, "config_hash": None, "mirror": False, "ready": None}
     apiserver.serve(POD, "hash-new")
-    assert mirror_pod_hash(apiserver.path, POD, NS) == {"found": True, "config_hash": "hash-new", "mirror": True}
+    assert mirror_pod_hash(apiserver.path, POD, NS) == {"found": True, "config_hash": "hash-new", "mirror": True, "ready": True}
     assert apiserver.requests[-1] == (f"/api/v1/namespaces/{NS}/pods/{POD}", "Bearer s3cret")
 
 
@@ -120,3 +124,51 @@ def test_a_wait_reports_the_mirror_pod_without_depending_on_it(
     p.kubeconfig = tmp_path / "missing"
     out = p.wait_stopped("other-cp-1", NS, timeout=1.0)
     assert out.ok and "error" in out.details["mirror_pod"]
+
+
+def _started(p: Prover, tmp_path: Path, fake_runtime: FakeRuntime, timeout: float) -> Any:
+    swap = time.time()
+    new = sandbox("n1", POD, NS, "hash-new", created=swap + 0.1)
+    fake_runtime.set((0, [new], [container("c1", new, "kube-scheduler", created=swap + 0.1)]))
+    doc = {"metadata": {"name": "kube-scheduler", "namespace": NS}, "spec": {"containers": [{"name": "kube-scheduler"}]}}
+    return p.wait_started(POD, NS, before=None, swap_time=swap, manifest_doc=doc, manifest_changed=True,
+                          manifest_dir=tmp_path, timeout=timeout)
+
+
+def test_a_wait_confirms_the_kubelets_ready_and_says_so(fake_runtime: FakeRuntime, tmp_path: Path, apiserver: Any) -> None:
+    apiserver.serve(POD, "hash-new", ready=True)
+    p = Prover(Crictl(), node_name="cp-1", poll_interval=0.1, kubeconfig=apiserver.path, settle=0.2)
+    out = _started(p, tmp_path, fake_runtime, 3.0)
+    assert out.ok and out.details["ready_signal"] == "kubelet", out
+    assert "the kubelet reports it Ready" in out.message
+
+
+def test_a_mirror_pod_that_never_turns_ready_fails_the_wait(fake_runtime: FakeRuntime, tmp_path: Path, apiserver: Any) -> None:
+    # our own probe checks pass, but the kubelet says not Ready: --wait must not claim it is
+    apiserver.serve(POD, "hash-new", ready=False)
+    p = Prover(Crictl(), node_name="cp-1", poll_interval=0.1, kubeconfig=apiserver.path, settle=0.2)
+    out = _started(p, tmp_path, fake_runtime, 2.0)
+    assert not out.ok and out.state == "not-ready", out
+    assert "did not report it Ready" in out.message
+
+
+def test_an_apiserver_that_does_not_answer_leaves_the_probes_as_the_signal_and_says_so(
+    fake_runtime: FakeRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    import staticpodd.proof.prover as prover_mod
+
+    monkeypatch.setattr(prover_mod, "MIRROR_GRACE", 0.5)
+    with socket.socket() as s:  # a port nobody listens on: a real unreachable apiserver
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kc"
+    kc.write_text(yaml.safe_dump({"clusters": [{"name": "k", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                                  "users": [{"name": "u", "user": {}}],
+                                  "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                                  "current-context": "c"}))
+    p = Prover(Crictl(), node_name="cp-1", poll_interval=0.1, kubeconfig=kc, settle=0.2)
+    out = _started(p, tmp_path, fake_runtime, 5.0)
+    assert out.ok and out.details["ready_signal"] == "probes", out
+    assert "could not be read" in out.message
