@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+
+#: kubeadm's control-plane components: a park of one makes ``kubeadm upgrade`` refuse.
+KUBEADM_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+#: Why, as a real kubeadm v1.37.2 upgrade showed it (tests/controlplane/test_cp_upgrade.py).
+KUBEADM_UPGRADE_WHY = ("its preflight finds the manifest missing and its health-check Job needs a scheduler; "
+                       "with those ignored it waits out timeouts.upgradeManifests and changes nothing")
+
 def _base(path: Any) -> str | None:
     return os.path.basename(str(path).rstrip("/")) if path else None
 
@@ -119,7 +126,12 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
         p = r["parked"]
         if r.get("park_broken"):
             problem("park-broken", f"{r['component']} is parked but {r['file_name']} is live again: "
-                    "the kubelet runs it", component=r["component"])
+                    f"the kubelet runs it (keep the live file: {PROG} unpark {shell_word(r['component'])} --discard)",
+                    component=r["component"])
+        elif p and r["component"] in KUBEADM_COMPONENTS and r["state"] == "parked":
+            problem("parked-blocks-kubeadm-upgrade", f"{r['component']} is parked: kubeadm upgrade refuses until it "
+                    f"is unparked ({KUBEADM_UPGRADE_WHY}; {PROG} unpark {shell_word(r['component'])})",
+                    component=r["component"], severity="warning")
         if r["state"] == "missing":
             problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
                     f"(put it back, still parked, with: {PROG} rollback {shell_word(r['component'])})",

@@ -42,7 +42,12 @@ def cmd_history(args: argparse.Namespace, out: Out) -> int:
             actor = v.actor + (f" ({v.actor_via})" if v.actor_via else "")
             out.say(f"{mark} {v.seq:>4}  {when:<20} {v.action:<9} {actor:<18} {v.digest[:12]:<12}  {v.reason or ''}")
         if current is not None and versions[-1].digest != current:
-            out.say(f"  the current file ({current[:12]}) differs from the newest version: drift, not recorded yet")
+            if loc == "parked":  # no file is live: the kubelet runs nothing from it
+                out.say(f"  the parked copy ({current[:12]}) differs from the newest version: changed while parked, "
+                        "not recorded yet")
+            else:
+                out.say(f"  the current file ({current[:12]}) differs from the newest version: drift, not recorded "
+                        "yet")
         if total > len(versions):
             out.say(f"  ({total - len(versions)} older version(s) not shown: staticpodctl history {shell_word(comp)} "
                     "--all, or -n N)")

@@ -73,5 +73,12 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             ver = "-" if r["version"] is None else str(r["version"])
             digest = (r["digest"] or "-")[:12]
             out.say(f"{r['component']:<28} {r['state']:<7} {ver:>4}  {digest:<12}  {'; '.join(notes)}")
+        from .doctor import KUBEADM_COMPONENTS, KUBEADM_UPGRADE_WHY
+
+        held = [r["component"] for r in st["components"]
+                if r["parked"] and r["state"] == "parked" and r["component"] in KUBEADM_COMPONENTS]
+        if held:
+            out.say(f"note: kubeadm upgrade refuses while {', '.join(held)} {'is' if len(held) == 1 else 'are'} "
+                    f"parked ({KUBEADM_UPGRADE_WHY}); unpark first")
     out.finish(True, **st, daemon=daemon)
     return EXIT_OK

@@ -266,6 +266,15 @@ class ParkVerbs(SwapVerbs):
                         comp, fn, parked_st.data, action="discard", actor=self.actor.name,
                         actor_via=self.actor.via, reason=reason, mode=parked_st.mode, uid=parked_st.uid,
                         gid=parked_st.gid, location="parked")
+                live_st = self._state_at("live", fn) if live_too else None
+                if live_st is not None and (parked_st is None or live_st.data != parked_st.data):
+                    # the live file the park is discarded for (a broken park: kubeadm's rollback
+                    # put its backup back) is the component's current version from now on, so
+                    # that no verb calls it unrecorded drift behind the discarded bytes
+                    self.store.record(
+                        comp, fn, live_st.data, action="discard", actor=self.actor.name, actor_via=self.actor.via,
+                        reason="the live file kept when the park was discarded", mode=live_st.mode,
+                        uid=live_st.uid, gid=live_st.gid, location="live")
                 self.store.clear_park(comp)
                 self.store.clear_observed(f"parked/{fn}")
                 self.store.record_event("discarded", component=comp, file_name=fn, actor=self.actor.name,
@@ -340,9 +349,10 @@ class ParkVerbs(SwapVerbs):
         return LiveFileExists(
             f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
             path=str(self._path("live", fn)),
-            hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file, delete the "
-            f"parked copy ({self._path('parked', fn)}), then unpark closes the park; to let the parked "
-            "copy win, move the live file out of the directory first, then unpark",
+            hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file (what the kubelet "
+            f"runs now; e.g. kubeadm upgrade put its backup back): staticpodctl unpark {_q(comp)} --discard. "
+            "To let the parked copy win: move the live file out of the directory (its bytes stay in "
+            "history), then unpark",
         )
 
     def _ran_before_the_park(self, comp: str, fn: str, digest: str, exc: InvalidManifest) -> list[OpWarning]:

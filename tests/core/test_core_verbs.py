@@ -654,9 +654,9 @@ def test_unpark_with_a_different_live_file_refuses_and_says_how_either_side_wins
     (kubeadm.manifests / SCHED).write_bytes((kubeadm.parked / SCHED).read_bytes() + b"# other\n")
     r = ctl("unpark", "kube-scheduler", "--json")
     assert r.rc == 4 and "differs from the parked copy" in r.json()["error"]["message"]
-    assert str(kubeadm.parked / SCHED) in r.json()["error"]["hint"]
-    (kubeadm.parked / SCHED).unlink()  # what the hint says, to keep the live file
-    assert ctl("unpark", "kube-scheduler").rc == 0
+    assert "staticpodctl unpark kube-scheduler --discard" in r.json()["error"]["hint"]
+    assert "move the live file out of the directory" in r.json()["error"]["hint"]
+    assert ctl("unpark", "kube-scheduler", "--discard").rc == 0  # what the hint says, to keep the live file
     assert ctl("doctor", "--json").rc == 0
 
 
