@@ -6,8 +6,8 @@ The blocks of one page run in order in one sandbox, so a page reads (and runs) l
 
 How a block is taken to the sandbox, and nothing else:
 - ``staticpodctl`` and ``staticpodd`` on PATH are this checkout's, with ``--root <sandbox>`` first;
-- the node's paths in the block's text (``/etc/kubernetes/``, ``/etc/staticpodd/``,
-  ``/var/lib/staticpodd``, ``/var/lib/kubelet/``, ``/run/staticpodd/``) and the demo's root
+- the node's paths in the block's text (``/etc/kubernetes``, ``/etc/staticpodd``,
+  ``/var/lib/staticpodd``, ``/var/lib/kubelet``, ``/run/staticpodd``) and the demo's root
   (``/tmp/staticpodd-demo``) are put under the sandbox root;
 - the working directory holds ``.venv`` (a link to this checkout's) and copies of the four
   manifests plus ``new.yaml`` (kube-apiserver with one flag changed), for verbs that take a file;
@@ -37,8 +37,8 @@ from spd_testlib import KUBEADM, REPO, corpus_dir
 SHELLS = ("sh", "bash", "console")
 TIERS = ("node", "kubelet", "controlplane", "dev")
 MARKER = re.compile(r"^<!-- doc-test: (?P<kind>node|sandbox)\b(?P<rest>.*)-->\s*$")
-NODE_PATHS = ("/etc/kubernetes/", "/etc/staticpodd/", "/var/lib/staticpodd", "/var/lib/kubelet/",
-              "/run/staticpodd/", "/tmp/staticpodd-demo")
+NODE_PATHS = ("/etc/kubernetes", "/etc/staticpodd", "/var/lib/staticpodd", "/var/lib/kubelet",
+              "/run/staticpodd", "/tmp/staticpodd-demo")
 BRACKETED_OPTION = re.compile(r"\[--?[A-Za-z]")
 
 
@@ -147,7 +147,8 @@ def _sandbox(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
 def _in_sandbox(text: str, root: Path) -> str:
     for p in NODE_PATHS:
         target = f"{root}{p}" if p != "/tmp/staticpodd-demo" else str(root)
-        text = re.sub(r"(?<![\w./-])" + re.escape(p), target, text)
+        # a path is a whole word: /etc/staticpodd and /etc/staticpodd/x, never /etc/staticpodd.d
+        text = re.sub(r"(?<![\w./-])" + re.escape(p) + r"(?![\w.-])", target, text)
     return text
 
 
