@@ -46,7 +46,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "reference"
 FILE_PAGES = (
     ("staticpodd.yaml.5", "STATICPODD.YAML", "staticpodd.yaml \\- configuration of staticpodd and staticpodctl",
      "configuration.md"),
-    ("staticpodd-hooks.5", "STATICPODD-HOOKS", "staticpodd-hooks \\- executables run around each staticpodctl operation",
+    ("staticpodd-hooks.5", "STATICPODD-HOOKS", "staticpodd-hooks \\- executables run around staticpodctl operations",
      "hooks.md"),
 )
 
