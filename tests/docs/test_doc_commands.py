@@ -175,3 +175,12 @@ def test_every_command_block_of_a_page_runs_on_a_sandbox_node(page: Path, tmp_pa
             f"{block.where}: a documented command failed (exit {proc.returncode}) on a sandbox node at {root}\n"
             f"--- block ---\n{block.text}\n--- stdout ---\n{out[-3000:]}\n--- stderr ---\n{err[-3000:]}"
         )
+
+
+def test_the_journal_page_lists_every_event_with_its_message_id() -> None:
+    """docs/reference/journal.md's catalog table names every Event and its MESSAGE_ID."""
+    from staticpodd.journal import Event
+
+    text = (REPO / "docs/reference/journal.md").read_text()
+    missing = [e.name for e in Event if f"| `{e.name}` | `{e.value}` |" not in text]
+    assert not missing, f"docs/reference/journal.md: add these events to the catalog table: {missing}"
