@@ -6,6 +6,11 @@ The parsers are the single source of every option and verb, so the documentation
 ``staticpodd.daemon:build_parser``. A missing module or ``build_parser`` fails the build with a
 message naming it (exit status 1), never a silently empty page.
 
+The pages' prose comes from the same Markdown the docs are read in (``docs/reference/``):
+``staticpodctl(8)``'s EXAMPLES are the first ``sh`` block of ``docs/reference/staticpodctl.md``
+(which tests/docs runs on a sandbox node), and ``staticpodd.yaml(5)`` and ``staticpodd-hooks(5)``
+are ``docs/reference/configuration.md`` and ``docs/reference/hooks.md`` turned into roff.
+
 Usage (from the source tree; the package must be importable, e.g. ``PYTHONPATH=.``)::
 
     python3 packaging/gen-docs.py --man-dir OUT/man8 --completion OUT/staticpodctl.bash
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +39,16 @@ SUMMARY = {
     "staticpodctl": "version, validate, atomically swap and park the kubelet's static pod manifests",
     "staticpodd": "daemon that watches the kubelet's static pod manifest directory",
 }
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "reference"
+
+#: Section-5 pages: (file name, title, NAME line, Markdown source under DOCS).
+FILE_PAGES = (
+    ("staticpodd.yaml.5", "STATICPODD.YAML", "staticpodd.yaml \\- configuration of staticpodd and staticpodctl",
+     "configuration.md"),
+    ("staticpodd-hooks.5", "STATICPODD-HOOKS", "staticpodd-hooks \\- executables run around staticpodctl operations",
+     "hooks.md"),
+)
 
 # Sections written by hand: what the parsers cannot know. Keep them short and true.
 FILES = """\
@@ -83,6 +99,10 @@ Finish the operation in progress and exit 0.
 """,
     "staticpodctl": "",
 }
+
+
+#: EXAMPLES: the first ``sh`` block of this docs page (the block tests/docs runs as written).
+EXAMPLES = {"staticpodctl": "staticpodctl.md"}
 
 
 class GenError(Exception):
@@ -142,10 +162,14 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction |
     return None
 
 
-def _options(parser: argparse.ArgumentParser) -> list[str]:
+def _options(parser: argparse.ArgumentParser, skip: frozenset[str] = frozenset()) -> list[str]:
+    """``.TP`` items for the parser's options; those whose option strings are all in ``skip``
+    (the common options, listed once under OPTIONS) are left out."""
     out = []
     for action in parser._actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
+            continue
+        if action.option_strings and set(action.option_strings) <= skip:
             continue
         out.append(".TP\n" + _invocation(action) + "\n" + roff(_help(parser, action) or "(no description)"))
     return out
@@ -187,6 +211,117 @@ def _exit_status(prog: str) -> str:
     return ".SH EXIT STATUS\n" + "\n".join(lines) + "\n.PP\n" + note + "\n"
 
 
+def _doc(name: str) -> str:
+    """The text of ``docs/reference/<name>``; GenError when it is missing (never an empty page)."""
+    path = DOCS / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GenError(f"cannot read {path}: {exc.strerror or exc} (the man pages are made from it)") from exc
+
+
+def _first_sh_block(markdown: str) -> str:
+    lines = markdown.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "```sh":
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            return "\n".join(lines[i + 1 : end])
+    raise GenError("no ```sh block to take the EXAMPLES from")
+
+
+def _examples(name: str) -> str:
+    block = _first_sh_block(_doc(name))
+    return ".PP\nEach command runs as written on a sandbox node in the project's tests.\n.PP\n.RS 4\n.nf\n" + \
+        roff(block) + "\n.fi\n.RE"
+
+
+def _inline(text: str) -> str:
+    """Markdown inline markup to roff: `code` and **bold** in bold, [text](link) as text."""
+    text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+    parts = re.split(r"(`[^`]+`|\*\*[^*]+\*\*)", text)
+    out = []
+    for part in parts:
+        if part.startswith("`") and part.endswith("`") and len(part) > 1:
+            out.append("\\fB" + roff(part[1:-1]) + "\\fR")
+        elif part.startswith("**") and part.endswith("**"):
+            out.append("\\fB" + roff(part[2:-2]) + "\\fR")
+        else:
+            out.append(roff(part))
+    return "".join(out)
+
+
+def markdown_to_roff(markdown: str) -> str:
+    """The body of a man page from a docs page: ``##`` headings, paragraphs, ``-`` lists, tables
+    (one ``.TP`` item per row) and fenced blocks (``.nf``). The ``#`` title line is dropped (the
+    page has its own NAME). Raises nothing: unknown markup passes through as text."""
+    out: list[str] = []
+    para: list[str] = []
+    lines = markdown.splitlines()
+
+    def flush() -> None:
+        if para:
+            out.append(".PP\n" + _inline(" ".join(para)))
+            para.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        s = line.strip()
+        if s.startswith("```"):
+            flush()
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != "```":
+                j += 1
+            out.append(".PP\n.RS 4\n.nf\n" + roff("\n".join(lines[i + 1 : j])) + "\n.fi\n.RE")
+            i = j + 1
+            continue
+        if s.startswith("<!--"):
+            i += 1
+            continue
+        if s.startswith("# "):
+            flush()
+        elif s.startswith("## "):
+            flush()
+            out.append(".SH " + roff(s[3:].replace("`", "").upper()))
+        elif s.startswith("|"):
+            flush()
+            cells = [c.strip() for c in s.strip("|").split("|")]
+            following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            separator = following.startswith("|") and set(following) <= set("|-: ")
+            if separator or set(s) <= set("|-: "):
+                pass  # the header row (the .TP items say enough) and the separator row
+            else:
+                out.append(".TP\n" + _inline(cells[0]) + "\n" + _inline(" \u2014 ".join(c for c in cells[1:] if c)))
+        elif s.startswith("- "):
+            flush()
+            para.append(s[2:])
+            out.append(".IP \\(bu 2")
+            while i + 1 < len(lines) and lines[i + 1].startswith("  ") and lines[i + 1].strip():
+                i += 1
+                para.append(lines[i].strip())
+            out.append(_inline(" ".join(para)))
+            para.clear()
+        elif not s:
+            flush()
+        else:
+            para.append(s)
+        i += 1
+    flush()
+    return "\n".join(out)
+
+
+def file_page(file_name: str, title: str, name_line: str, source: str, version: str, date: str) -> str:
+    """A section-5 page (configuration, hooks) from its docs page."""
+    body = markdown_to_roff(_doc(source))
+    return "\n".join([
+        f'.TH {title} 5 "{date}" "staticpodd {version}" "File Formats"',
+        ".SH NAME", name_line, ".SH DESCRIPTION", body,
+        ".SH SEE ALSO",
+        "\\fBstaticpodctl\\fR(8), \\fBstaticpodd\\fR(8), "
+        + ", ".join(f"\\fB{n.rsplit('.', 1)[0]}\\fR(5)" for n, *_ in FILE_PAGES if n != file_name),
+    ]) + "\n"
+
+
 def man_page(prog: str, parser: argparse.ArgumentParser, version: str, date: str) -> str:
     """The roff text of ``prog``(8) from its parser: synopsis, options, each verb with its options."""
     parser.prog = prog
@@ -200,8 +335,11 @@ def man_page(prog: str, parser: argparse.ArgumentParser, version: str, date: str
     if parser.description:
         out += [".SH DESCRIPTION", roff(parser.description)]
     opts = _options(parser)
+    common = frozenset(o for a in parser._actions for o in a.option_strings if o not in ("-h", "--help", "--version"))
     if opts:
         out += [".SH OPTIONS", *opts]
+        if common:
+            out.append(".PP\nEvery command takes these options too; they are not repeated under each one.")
     sub = _subparsers(parser)
     if sub is not None:
         out.append(".SH COMMANDS")
@@ -220,17 +358,22 @@ def man_page(prog: str, parser: argparse.ArgumentParser, version: str, date: str
                 text = f"{text}\n.PP\n{subparser.description}" if text else subparser.description
             if text:
                 out.append(".PP\n" + roff(text).replace("\\&.PP", ".PP"))
-            sub_opts = [o for o in _options(subparser) if not o.startswith(".TP\n\\fB\\-h\\fR")]
+            sub_opts = [o for o in _options(subparser, skip=common)
+                        if not o.startswith(".TP\n\\fB\\-h\\fR")]
             if sub_opts:
                 out += [".RS", *sub_opts, ".RE"]
     if parser.epilog:
         out += [".SH NOTES", roff(parser.epilog)]
+    examples = EXAMPLES.get(prog)
+    if examples:
+        out += [".SH EXAMPLES", _examples(examples)]
     out.append(_exit_status(prog).rstrip("\n"))
     out += [".SH FILES", FILES.rstrip("\n")]
     if EXTRA.get(prog):
         out.append(EXTRA[prog].rstrip("\n"))
     others = [p for p, _ in DEFAULT_PARSERS if p != prog]
-    see_also = ", ".join(f"\\fB{p}\\fR(8)" for p in others)
+    see_also = ", ".join([f"\\fB{p}\\fR(8)" for p in others]
+                         + [f"\\fB{name.rsplit('.', 1)[0]}\\fR(5)" for name, *_ in FILE_PAGES])
     out += [
         ".SH SEE ALSO",
         f"{see_also}, \\fBsystemctl\\fR(1), \\fBjournalctl\\fR(1), \\fBkubelet\\fR(8)",
@@ -412,6 +555,9 @@ def main(argv: list[str] | None = None) -> int:
             for prog, parser in parsers:
                 page = man_page(prog, parser, version, date)
                 (args.man_dir / f"{prog}.8").write_text(page, encoding="utf-8")
+            for file_name, title, name_line, source in FILE_PAGES:
+                page = file_page(file_name, title, name_line, source, version, date)
+                (args.man_dir / file_name).write_text(page, encoding="utf-8")
         if args.completion:
             prog, parser = parsers[0]
             args.completion.parent.mkdir(parents=True, exist_ok=True)

@@ -36,9 +36,9 @@ from kubelet_lab import rewrite_image_text
 
 
 def _deliberate() -> set[str]:
-    """The deliberate strictness codes README "Validation that agrees with the kubelet" lists
-    (its table after "Deliberate strictness"): validate may refuse, the kubelet runs the file."""
-    text = (REPO / "README.md").read_text()
+    """The deliberate strictness codes docs/reference/validation.md lists (its table after
+    "Deliberate strictness"): validate may refuse, the kubelet runs the file."""
+    text = (REPO / "docs/reference/validation.md").read_text()
     part = text.split("Deliberate strictness", 1)[1].split("\n\n", 2)[1]
     return set(re.findall(r"^\| `([a-z0-9-]+)` \|", part, re.M))
 

@@ -2,7 +2,7 @@
 
 Real parts: staticpodd as a subprocess (tests/daemon/daemon_harness.py), the version store,
 Debian's ``promtool`` (package ``prometheus``): ``promtool check metrics`` lints the textfile and
-``promtool test rules`` runs README.md's example alert rules on series made from the textfile
+``promtool test rules`` runs docs/tasks/alert-with-prometheus.md's example alert rules on series made from the textfile
 the daemon wrote before and after a hand edit.
 """
 
@@ -46,7 +46,7 @@ def samples(text: str) -> dict[str, float]:
 
 
 def readme_rules() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs/tasks/alert-with-prometheus.md").read_text()
     block = text.split("<!-- staticpodd-alert-rules -->", 1)[1].split("<!-- /staticpodd-alert-rules -->", 1)[0]
     return block.split("```yaml\n", 1)[1].split("```", 1)[0]
 
@@ -132,7 +132,7 @@ def test_a_removed_component_leaves_no_series(tmp_path: Path, notify: NotifySock
 
 def test_the_readme_drift_alert_fires_for_a_hand_edit(tmp_path: Path, notify: NotifySocket) -> None:
     """Series: the daemon's textfile before the edit for 5 minutes, after it from then on (one
-    sample a minute, as node_exporter would be scraped); README's rules through promtool."""
+    sample a minute, as node_exporter would be scraped); the documented rules through promtool."""
     root = make_root(tmp_path, CONFIG)
     (root / PROM_DIR).mkdir(parents=True)
     prom = root / PROM_DIR / "staticpodd.prom"

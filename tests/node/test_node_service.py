@@ -90,14 +90,14 @@ RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
 
 
 def _readme_dropin() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs/tasks/install.md").read_text()
     return text.split("# sudo systemctl edit staticpodd\n", 1)[1].split("```", 1)[0]
 
 
 def test_a_hook_run_by_the_daemon_has_no_network_says_so_and_the_readme_drop_in_gives_it(node: BootedNode,
                                                                                           debs: dict) -> None:
     """12.6: the same post-unpark hook works from staticpodctl, fails loudly at the daemon's
-    deadline unpark (HOOK_FAILED, warning, HOOK_NETWORK=none), and works with README's drop-in."""
+    deadline unpark (HOOK_FAILED, warning, HOOK_NETWORK=none), and works with the drop-in docs/tasks/install.md gives."""
     assert _readme_dropin() == NETWORK_DROPIN
     node.sh(f"mkdir -p -m 0700 {M}")
     node.path(f"{M}/kube-scheduler.yaml").write_bytes(scheduler_manifest())

@@ -171,9 +171,9 @@ def test_installed_unit_verifies_with_real_binaries_and_man_pages(installed_pkg:
 
 
 def test_man_pages_and_completion_are_installed(installed_pkg: Path, tmp_path: Path) -> None:
-    for page in ("staticpodctl", "staticpodd"):
-        path = run("man", "-w", f"{page}.8", cwd=tmp_path).stdout.strip()
-        assert path == f"/usr/share/man/man8/{page}.8.gz"
+    for page, section in (("staticpodctl", 8), ("staticpodd", 8), ("staticpodd.yaml", 5), ("staticpodd-hooks", 5)):
+        path = run("man", "-w", str(section), page, cwd=tmp_path).stdout.strip()
+        assert path == f"/usr/share/man/man{section}/{page}.{section}.gz"
     text = run("man", "8", "staticpodctl", cwd=tmp_path, env={"MANWIDTH": "200", "MANPAGER": "cat"}).stdout
     for verb in ("park", "unpark", "apply", "rollback", "history", "status"):
         assert f"staticpodctl {verb}" in text, verb

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -147,3 +148,52 @@ def test_real_parsers_document_every_verb_and_option(tmp_path: Path) -> None:
                     for option in action.option_strings:
                         assert option in text, f"{prog}: {option}"
     subprocess.run(["bash", "-n", str(tmp_path / "staticpodctl")], check=True)
+
+
+@needs_man
+def test_staticpodctl_8_has_examples_from_the_docs_and_the_common_options_once(tmp_path: Path) -> None:
+    """EXAMPLES is docs/reference/staticpodctl.md's first sh block (the one tests/docs runs), and
+    --root, --config, --json ... are described once under OPTIONS, not under every verb."""
+    pytest.importorskip("staticpodd.cli", reason="staticpodd/cli.py not there yet")
+    r = gen(tmp_path, "--man-dir", "man", pythonpath=str(REPO))
+    assert r.returncode == 0, r.stderr
+    text = render(tmp_path / "man/staticpodctl.8")
+    examples = text.split("EXAMPLES", 1)[1].split("EXIT STATUS", 1)[0]
+    assert 'staticpodctl park kube-scheduler --for 30m --reason "manual scheduling drill"' in examples
+    assert "staticpodctl unpark kube-scheduler" in examples
+    for option in ("--root DIR", "--manifest-dir DIR", "--config FILE", "--lock-timeout SECONDS"):
+        assert text.count(option + "\n") + text.count(option + " ") <= 2, option  # OPTIONS (+ SYNOPSIS)
+    assert "take every default path under" in text or "--root DIR" in text
+
+
+@needs_man
+def test_the_section_5_pages_come_from_the_docs_and_render_cleanly(tmp_path: Path) -> None:
+    """staticpodd.yaml(5) and staticpodd-hooks(5) are docs/reference/configuration.md and hooks.md:
+    every configuration key of the docs table is on the page, groff gives no warning."""
+    pytest.importorskip("staticpodd.cli", reason="staticpodd/cli.py not there yet")
+    r = gen(tmp_path, "--man-dir", "man", pythonpath=str(REPO))
+    assert r.returncode == 0, r.stderr
+    conf = render(tmp_path / "man/staticpodd.yaml.5")
+    keys = re.findall(r"^\| `([a-z_.]+)` \|", (REPO / "docs/reference/configuration.md").read_text(), re.M)
+    assert len(keys) >= 20
+    for key in keys:
+        assert key in conf, key
+    assert "STATICPODD.YAML(5)" in conf and "staticpodd-hooks(5)" in conf
+    hooks = render(tmp_path / "man/staticpodd-hooks.5")
+    for expected in ("STATICPODD_COMPONENT", "post-park.d/50-log", "process group is killed"):
+        assert expected in hooks, expected
+    assert "staticpodd.yaml(5)" in render(tmp_path / "man/staticpodctl.8")
+
+
+def test_a_missing_docs_page_fails_the_build_naming_it(tmp_path: Path) -> None:
+    """The section-5 pages are never silently empty: without their docs page the build fails."""
+    tree = tmp_path / "tree"
+    (tree / "packaging").mkdir(parents=True)
+    shutil.copy(GEN, tree / "packaging" / "gen-docs.py")
+    (tree / "docs" / "reference").mkdir(parents=True)
+    (tree / "docs" / "reference" / "staticpodctl.md").write_text("# x\n\n```sh\nstaticpodctl status\n```\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), SOURCE_DATE_EPOCH="1700000000")
+    r = subprocess.run([sys.executable, str(tree / "packaging" / "gen-docs.py"), "--man-dir", "man"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 1
+    assert "configuration.md" in r.stderr and "the man pages are made from it" in r.stderr

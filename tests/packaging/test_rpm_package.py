@@ -71,7 +71,8 @@ def test_rpm_builds_and_its_payload_runs(tmp_path: Path) -> None:
                      "/etc/staticpodd/staticpodd.yaml", "/usr/share/bash-completion/completions/staticpodctl",
                      "/usr/share/staticpodd/schemas/staticpodd-config.schema.json"):
         assert expected in files, expected
-    assert any(re.fullmatch(r"/usr/share/man/man8/staticpodctl\.8(\.gz)?", f) for f in files)
+    for page in ("man8/staticpodctl.8", "man8/staticpodd.8", "man5/staticpodd.yaml.5", "man5/staticpodd-hooks.5"):
+        assert any(re.fullmatch(r"/usr/share/man/" + re.escape(page) + r"(\.gz)?", f) for f in files), page
     assert not [f for f in files if f.startswith("/etc/kubernetes")]
     assert run("rpm", "-qp", "--configfiles", rpm).stdout.split() == ["/etc/staticpodd/staticpodd.yaml"]
     scripts = run("rpm", "-qp", "--scripts", rpm).stdout

@@ -20,7 +20,7 @@ from staticpodd.validate import gate, kubelet_refuses, validate_bytes, validate_
 from staticpodd.validate.codes import KUBELET, STRICTNESS
 from tests.validate.conftest import NODE, codes, container, pod
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs/reference/validation.md"
 
 YAML_POD = b"""apiVersion: v1
 kind: Pod
@@ -85,9 +85,9 @@ def test_the_strictness_list_is_complete_and_in_the_readme():
     accepted = {code for code, level in KUBELET.items() if level == "accepts"}
     assert accepted <= set(STRICTNESS), accepted - set(STRICTNESS)
     text = README.read_text()
-    section = text.split("## Validation that agrees with the kubelet", 1)[1].split("\n## ", 1)[0]
+    section = text.split("# Validation that agrees with the kubelet", 1)[1].split("\n## ", 1)[0]
     for code in STRICTNESS:
-        assert f"`{code}`" in section, f"README 'Validation that agrees with the kubelet' must list {code}"
+        assert f"`{code}`" in section, f"docs/reference/validation.md must list {code}"
 
 
 def test_apply_refuses_both_levels_but_says_which_one(tmp_path):

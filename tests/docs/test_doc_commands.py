@@ -1,0 +1,186 @@
+"""Every command block in README.md and docs/ runs, as written, on a sandbox node.
+
+A fenced ``sh``/``bash``/``console`` block is run by bash (``set -euo pipefail``) in a sandbox
+that looks like a control-plane node: kubeadm's four manifests (corpus 01-04) under a tmp root.
+The blocks of one page run in order in one sandbox, so a page reads (and runs) like a session.
+
+How a block is taken to the sandbox, and nothing else:
+- ``staticpodctl`` and ``staticpodd`` on PATH are this checkout's, with ``--root <sandbox>`` first;
+- the node's paths in the block's text (``/etc/kubernetes``, ``/etc/staticpodd``,
+  ``/var/lib/staticpodd``, ``/var/lib/kubelet``, ``/run/staticpodd``) and the demo's root
+  (``/tmp/staticpodd-demo``) are put under the sandbox root;
+- the working directory holds ``.venv`` (a link to this checkout's) and copies of the four
+  manifests plus ``new.yaml`` (kube-apiserver with one flag changed), for verbs that take a file;
+- ``EDITOR``/``VISUAL`` are ``true`` (an edit that changes nothing).
+
+A block that needs a real node (sudo, systemctl, kubectl, a kubelet, a package) is marked by an
+HTML comment on the line before it: ``<!-- doc-test: node (tier: NAME ...) -->``. The marker must
+name the tier that has such a node (``node``: tests/node's booted nspawn node; ``kubelet``:
+tests/e2e's real kubelet; ``controlplane``: a real kubeadm control plane; ``dev``: a development
+checkout with the test tools). Every block, marked or not, must be pasteable: no ``[--opt N]``
+optional-argument brackets, which a shell would pass on as literal words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from spd_testlib import KUBEADM, REPO, corpus_dir
+
+SHELLS = ("sh", "bash", "console")
+TIERS = ("node", "kubelet", "controlplane", "dev")
+MARKER = re.compile(r"^<!-- doc-test: (?P<kind>node|sandbox)\b(?P<rest>.*)-->\s*$")
+NODE_PATHS = ("/etc/kubernetes", "/etc/staticpodd", "/var/lib/staticpodd", "/var/lib/kubelet",
+              "/run/staticpodd", "/tmp/staticpodd-demo")
+BRACKETED_OPTION = re.compile(r"\[--?[A-Za-z]")
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int  # 1-based line of the opening fence
+    lang: str
+    text: str
+    marker: str  # "" (run here), "sandbox" (run here, says how), "node"
+    tier: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+    def commands(self) -> str:
+        """The block as a script: for ``console`` only the ``$ `` lines (output lines are not run)."""
+        if self.lang != "console":
+            return self.text
+        return "\n".join(line[2:] for line in self.text.splitlines() if line.startswith("$ "))
+
+
+def pages() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def blocks_of(page: Path) -> list[Block]:
+    """The fenced shell blocks of one Markdown page, with the marker on the line before each."""
+    out: list[Block] = []
+    lines = page.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^\s*```(\w*)\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        lang, start = m.group(1), i
+        j = i + 1
+        while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
+            j += 1
+        if lang in SHELLS:
+            prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
+            mk = MARKER.match(prev.strip())
+            kind, tier = "", ""
+            if mk:
+                kind = mk.group("kind")
+                t = re.search(r"tier: *([a-z]+)", mk.group("rest"))
+                tier = t.group(1) if t else ""
+            indent = len(lines[start]) - len(lines[start].lstrip())
+            text = "\n".join(line[indent:] for line in lines[start + 1 : j])
+            out.append(Block(page, start + 1, lang, text, kind, tier))
+        i = j + 1
+    return out
+
+
+ALL = [b for p in pages() for b in blocks_of(p)]
+
+
+def test_every_page_has_its_blocks_found() -> None:
+    """The extraction itself: README and docs/ hold command blocks, most of them run here."""
+    assert len(ALL) >= 20, [b.where for b in ALL]
+    assert sum(1 for b in ALL if b.marker != "node") >= 10
+
+
+@pytest.mark.parametrize("block", ALL, ids=[b.where for b in ALL])
+def test_a_block_is_pasteable_and_a_node_block_names_its_tier(block: Block) -> None:
+    bad = [line for line in block.commands().splitlines()
+           if BRACKETED_OPTION.search(line.split(" #", 1)[0])]
+    assert not bad, (f"{block.where}: an optional argument in [brackets] is pasted as a literal word; "
+                     f"write the example with a real value, or put the option in a comment: {bad}")
+    if block.marker == "node":
+        assert block.tier in TIERS, (f"{block.where}: a block marked 'node' must name the tier that runs it "
+                                     f"(tier: one of {', '.join(TIERS)})")
+
+
+def _sandbox(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
+    corpus = corpus_dir()
+    if corpus is None or not (corpus / "manifests").is_dir():
+        pytest.fail("../shared/corpus is absent: the docs' blocks run on kubeadm's manifests (set STATICPODD_CORPUS)")
+    root = tmp / "node"
+    manifests = root / "etc/kubernetes/manifests"
+    manifests.mkdir(parents=True)
+    work = tmp / "work"
+    work.mkdir()
+    for name, src in KUBEADM.items():
+        data = (corpus / "manifests" / src).read_bytes()
+        (manifests / name).write_bytes(data)
+        (manifests / name).chmod(0o600)
+        (work / name).write_bytes(data)
+    api = (work / "kube-apiserver.yaml").read_text()
+    (work / "new.yaml").write_text(api.replace("    - kube-apiserver\n", "    - kube-apiserver\n    - --profiling=false\n", 1))
+    (work / ".venv").symlink_to(REPO / ".venv")
+    bindir = tmp / "bin"
+    bindir.mkdir()
+    venv = REPO / ".venv" / "bin"
+    for prog in ("staticpodctl", "staticpodd"):
+        w = bindir / prog
+        w.write_text(f'#!/bin/sh\nexec "{venv / prog}" --root "{root}" "$@"\n')
+        w.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", EDITOR="true", VISUAL="true",
+               HOME=str(tmp), PAGER="cat", SYSTEMD_PAGER="cat")
+    return root, work, env
+
+
+def _in_sandbox(text: str, root: Path) -> str:
+    for p in NODE_PATHS:
+        target = f"{root}{p}" if p != "/tmp/staticpodd-demo" else str(root)
+        # a path is a whole word: /etc/staticpodd and /etc/staticpodd/x, never /etc/staticpodd.d
+        text = re.sub(r"(?<![\w./-])" + re.escape(p) + r"(?![\w.-])", target, text)
+    return text
+
+
+PAGES_WITH_RUNNABLE = sorted({b.page for b in ALL if b.marker != "node"})
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_RUNNABLE, ids=[str(p.relative_to(REPO)) for p in PAGES_WITH_RUNNABLE])
+def test_every_command_block_of_a_page_runs_on_a_sandbox_node(page: Path, tmp_path: Path) -> None:
+    root, work, env = _sandbox(tmp_path)
+    for block in blocks_of(page):
+        if block.marker == "node":
+            continue
+        script = "set -euo pipefail\n" + _in_sandbox(block.commands(), root)
+        # its own session: a daemon the block started and left (it failed before its `kill`) is
+        # ended with the block, by its process group
+        proc = subprocess.Popen(["bash", "-c", script], cwd=work, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=120)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.returncode == 0, (
+            f"{block.where}: a documented command failed (exit {proc.returncode}) on a sandbox node at {root}\n"
+            f"--- block ---\n{block.text}\n--- stdout ---\n{out[-3000:]}\n--- stderr ---\n{err[-3000:]}"
+        )
+
+
+def test_the_journal_page_lists_every_event_with_its_message_id() -> None:
+    """docs/reference/journal.md's catalog table names every Event and its MESSAGE_ID."""
+    from staticpodd.journal import Event
+
+    text = (REPO / "docs/reference/journal.md").read_text()
+    missing = [e.name for e in Event if f"| `{e.name}` | `{e.value}` |" not in text]
+    assert not missing, f"docs/reference/journal.md: add these events to the catalog table: {missing}"
