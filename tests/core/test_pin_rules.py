@@ -190,3 +190,77 @@ def test_the_kubernetes_client_is_imported_only_when_pin_runs(kubeadm) -> None:
             " or m == 'staticpodd.pin.cluster'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "0 []"
+
+
+class FakeCluster:
+    """The API server as pin's handler sees it (staticpodd.pin.cluster.Cluster's methods), in memory:
+    for the refusals that never reach a real control plane's corner cases."""
+
+    refuse_create: list[str] = []
+
+    def __init__(self, kubeconfig: str) -> None:
+        self.pods = {("default", "manual-schedule"): load("kubectl-run-pending.yaml"),
+                     ("default", "api-6d9f7b5c8-x4k2v"): load("ssa-owned-pending.yaml")}
+        FakeCluster.last = self
+
+    def pod(self, name, namespace):
+        return copy.deepcopy(self.pods.get((namespace, name)))
+
+    def node(self, name):
+        return load("node-cp.yaml") if name == "cp" else None
+
+    def pods_on(self, node):
+        return ON_NODE
+
+    def delete(self, name, namespace, uid):
+        assert self.pods[(namespace, name)]["metadata"]["uid"] == uid
+        del self.pods[(namespace, name)]
+
+    def wait_gone(self, name, namespace, uid, timeout):
+        return (namespace, name) not in self.pods
+
+    def create(self, pod):
+        from staticpodd.pin.cluster import ClusterError
+
+        if self.refuse_create:
+            raise ClusterError(f"create pod: {self.refuse_create.pop(0)}", status=422)
+        pod = copy.deepcopy(pod)
+        pod["metadata"]["uid"] = "new-uid"
+        self.pods[(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"])] = pod
+        return pod
+
+
+def test_pin_refuses_a_bound_pod_and_an_owned_one_without_force_owned(kubeadm, ctl, monkeypatch) -> None:
+    import staticpodd.pin.cluster
+
+    monkeypatch.setattr(staticpodd.pin.cluster, "Cluster", FakeCluster)
+    res = ctl("pin", "api-6d9f7b5c8-x4k2v", "--node", "cp")
+    assert res.rc == 4 and "owned by ReplicaSet/api-6d9f7b5c8" in res.err and "--force-owned" in res.err
+    res = ctl("pin", "api-6d9f7b5c8-x4k2v", "--node", "cp", "--force-owned", "--dry-run", "--json")
+    assert res.rc == 0 and "ownerReferences" not in res.json()["manifest"]["metadata"]
+    assert "metadata.ownerReferences" in res.json()["removed"]
+    real_pod = FakeCluster.pod
+
+    def bound_pod(self, name, namespace):
+        pod = real_pod(self, name, namespace)
+        pod["spec"]["nodeName"] = "worker-1"
+        return pod
+
+    monkeypatch.setattr(FakeCluster, "pod", bound_pod)
+    res = ctl("pin", "manual-schedule", "--node", "cp")
+    assert res.rc == 4 and "already bound to node worker-1: spec.nodeName cannot change" in res.err
+
+
+def test_a_create_refused_twice_keeps_the_pod_as_read_and_says_where(kubeadm, ctl, monkeypatch) -> None:
+    import staticpodd.pin.cluster
+
+    monkeypatch.setattr(staticpodd.pin.cluster, "Cluster", FakeCluster)
+    monkeypatch.setattr(FakeCluster, "refuse_create", ["denied by policy", "quota exceeded"])
+    res = ctl("pin", "manual-schedule", "--node", "cp", "--json")
+    assert res.rc == 1
+    err = res.json()["error"]
+    assert err["code"] == "replace-failed" and err["details"]["original_back"] is False
+    assert "denied by policy" in err["message"] and "quota exceeded" in err["message"]
+    kept = json.loads(Path(err["details"]["original_kept"]).read_text())
+    assert kept == load("kubectl-run-pending.yaml")  # the pod exactly as read, to create again by hand
+    assert list_local_pins(kubeadm.root / "var" / "lib" / "staticpodd") == []  # nothing was pinned
