@@ -264,3 +264,28 @@ def test_a_create_refused_twice_keeps_the_pod_as_read_and_says_where(kubeadm, ct
     kept = json.loads(Path(err["details"]["original_kept"]).read_text())
     assert kept == load("kubectl-run-pending.yaml")  # the pod exactly as read, to create again by hand
     assert list_local_pins(kubeadm.root / "var" / "lib" / "staticpodd") == []  # nothing was pinned
+
+
+def test_a_pin_is_journalled_with_its_fields_and_recorded_on_the_node(kubeadm, ctl, monkeypatch) -> None:
+    from spd_testlib import journal_entries
+
+    import staticpodd.pin.cluster
+    from staticpodd.journal import Event
+
+    monkeypatch.setattr(staticpodd.pin.cluster, "Cluster", FakeCluster)
+    res = ctl("pin", "manual-schedule", "--node", "cp")
+    assert res.rc == 0, res.err
+    assert "pinned to node cp" in res.out and "`kubectl drain` refuses it without --force" in res.out
+    assert "warning: scheduler rule taint node-role.kubernetes.io/control-plane:NoSchedule" in res.err
+    created = FakeCluster.last.pods[("default", "manual-schedule")]
+    assert created["spec"]["nodeName"] == "cp" and "status" not in created
+    [entry] = list_local_pins(kubeadm.root / "var" / "lib" / "staticpodd")
+    assert (entry["uid"], entry["node"], entry["warnings"]) == (
+        "new-uid", "cp", ["taint node-role.kubernetes.io/control-plane:NoSchedule"])
+    entries = journal_entries(kubeadm.root, want=lambda es: any(e.get("STATICPODD_EVENT") == "PINNED" for e in es))
+    [got] = [e for e in entries if e.get("STATICPODD_EVENT") == "PINNED"]
+    assert got["MESSAGE_ID"] == Event.PINNED.message_id and got["PRIORITY"] == "4"  # a warning was walked around
+    assert (got["POD"], got["POD_NAMESPACE"], got["NODE"], got["POD_UID"]) == ("manual-schedule", "default", "cp",
+                                                                              "new-uid")
+    assert got["WARNINGS"] == "taint node-role.kubernetes.io/control-plane:NoSchedule"
+    assert got["ORIGINAL_KEPT"].startswith(str(kubeadm.root / "var" / "lib" / "staticpodd" / "pins" / "originals"))
