@@ -67,6 +67,7 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
 
     layout = build_layout(args)
     kubeconfig = str(under_root(layout.root, args.kubeconfig or ADMIN_KUBECONFIG))
+    _trusted_kubeconfig(kubeconfig)
     from ..pin.cluster import Cluster, ClusterError
 
     cl = Cluster(kubeconfig)
@@ -154,6 +155,22 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
         rc = _wait(cl, out, ns, name, entry["uid"], args)
     out.finish(rc == EXIT_OK)
     return rc
+
+
+def _trusted_kubeconfig(path: str) -> None:
+    """Raise unless ``path`` is a regular file only root or we could have written (owner root or
+    us, no group/other write): its credentials decide which API server pin talks to. A missing
+    file is left to the client's own error."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+        raise StaticpodError(f"{path}: another user could have written this kubeconfig; not used",
+                             path=path, hint="chown root and chmod 600 it (kubeadm writes admin.conf so)")
 
 
 def _restore_original(cl: Any, jr: Any, stripped: dict[str, Any], ns: str, name: str, node: str, kept: str,

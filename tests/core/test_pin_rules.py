@@ -289,3 +289,11 @@ def test_a_pin_is_journalled_with_its_fields_and_recorded_on_the_node(kubeadm, c
                                                                               "new-uid")
     assert got["WARNINGS"] == "taint node-role.kubernetes.io/control-plane:NoSchedule"
     assert got["ORIGINAL_KEPT"].startswith(str(kubeadm.root / "var" / "lib" / "staticpodd" / "pins" / "originals"))
+
+
+def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl) -> None:
+    conf = kubeadm.root / "etc" / "kubernetes" / "admin.conf"
+    conf.write_text("apiVersion: v1\nkind: Config\n")
+    conf.chmod(0o666)
+    res = ctl("pin", "manual-schedule", "--node", "cp")
+    assert res.rc == 1 and "another user could have written this kubeconfig; not used" in res.err, res.err
