@@ -10,9 +10,10 @@ Order, each step only when the one before went through:
 3. the checks (:mod:`staticpodd.pin.checks`): a kubelet refusal stops here, in the kubelet's words;
    a scheduler warning stops here under ``--strict``; ``--dry-run`` prints the manifest and stops;
 4. keep the pod as read under the state dir (:func:`staticpodd.pin.local.keep_original`);
-5. delete it (precondition: its uid), wait until it is gone, create the pinned pod; when the create
-   fails, create the original again from what was read (stripped the same way, without nodeName)
-   and say so;
+5. delete it (preconditions: its uid and resourceVersion as read, so a pod bound or changed
+   meanwhile is left alone), wait until it is gone, create the pinned pod; when the create fails,
+   create the original again from what was read (stripped the same way, without nodeName) and
+   say so;
 6. journal ``PINNED``, write the node's record, and with ``--wait`` confirm Running (and Ready
    with ``--ready``) from the pod's status, failing with the kubelet's reason when it ends Failed.
 """
@@ -128,7 +129,13 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
     out.body["original_kept"] = kept
     jr = _journal(layout)
     uid = str(meta.get("uid") or "")
-    cl.delete(name, ns, uid)
+    try:
+        cl.delete(name, ns, uid, meta.get("resourceVersion"))
+    except ClusterError as exc:
+        if exc.status == 409:
+            raise Conflict(f"pod {ns}/{name} changed after it was read (bound by a scheduler, relabelled?): "
+                           f"nothing was replaced ({exc})", hint="run pin again to judge it as it is now") from None
+        raise
     if not cl.wait_gone(name, ns, uid, timeout=args.delete_timeout):
         raise ReplaceFailed(f"pod {ns}/{name} was deleted but is still there after {args.delete_timeout:g} s "
                             "(a finalizer?); nothing was created", hint=f"the pod as read is kept in {kept}")

@@ -98,9 +98,11 @@ class Cluster:
                          field_selector=f"spec.nodeName={node}")
         return list(doc.get("items") or [])
 
-    def delete(self, name: str, namespace: str, uid: str) -> None:
-        """Delete the pod with this ``uid`` only (a precondition: never a pod created meanwhile)."""
-        body = self._client.V1DeleteOptions(preconditions=self._client.V1Preconditions(uid=uid))
+    def delete(self, name: str, namespace: str, uid: str, resource_version: str | None = None) -> None:
+        """Delete the pod with this ``uid`` and ``resource_version`` only (preconditions: never a pod
+        created or changed meanwhile, e.g. bound by a scheduler; the API server answers 409)."""
+        pre = self._client.V1Preconditions(uid=uid, resource_version=resource_version)
+        body = self._client.V1DeleteOptions(preconditions=pre)
         self._call(f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod, name, namespace, body=body)
 
     def wait_gone(self, name: str, namespace: str, uid: str, timeout: float) -> bool:

@@ -212,8 +212,14 @@ class FakeCluster:
     def pods_on(self, node):
         return ON_NODE
 
-    def delete(self, name, namespace, uid):
-        assert self.pods[(namespace, name)]["metadata"]["uid"] == uid
+    def delete(self, name, namespace, uid, resource_version):
+        from staticpodd.pin.cluster import ClusterError
+
+        meta = self.pods[(namespace, name)]["metadata"]
+        if (meta["uid"], meta["resourceVersion"]) != (uid, resource_version):
+            raise ClusterError("delete pod: Precondition failed: ResourceVersion in precondition: "
+                               f"{resource_version}, ResourceVersion in object meta: {meta['resourceVersion']}",
+                               status=409)
         del self.pods[(namespace, name)]
 
     def wait_gone(self, name, namespace, uid, timeout):
@@ -297,3 +303,20 @@ def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl) 
     conf.chmod(0o666)
     res = ctl("pin", "manual-schedule", "--node", "cp")
     assert res.rc == 1 and "another user could have written this kubeconfig; not used" in res.err, res.err
+
+
+def test_a_pod_that_changed_after_it_was_read_is_not_deleted(kubeadm, ctl, monkeypatch) -> None:
+    import staticpodd.pin.cluster
+
+    monkeypatch.setattr(staticpodd.pin.cluster, "Cluster", FakeCluster)
+    real_pods_on = FakeCluster.pods_on
+
+    def bound_meanwhile(self, node):  # a scheduler binds it between the read and the delete
+        self.pods[("default", "manual-schedule")]["metadata"]["resourceVersion"] = "2872"
+        self.pods[("default", "manual-schedule")]["spec"]["nodeName"] = "worker-1"
+        return real_pods_on(self, node)
+
+    monkeypatch.setattr(FakeCluster, "pods_on", bound_meanwhile)
+    res = ctl("pin", "manual-schedule", "--node", "cp")
+    assert res.rc == 4 and "changed after it was read" in res.err and "nothing was replaced" in res.err, res.err
+    assert FakeCluster.last.pods[("default", "manual-schedule")]["spec"]["nodeName"] == "worker-1"
