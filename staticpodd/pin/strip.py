@@ -111,10 +111,14 @@ class Written:
             return True
         return any(_in_fields(s.get("f:spec"), path) for s in self.sets)
 
-    @property
-    def known(self) -> bool:
-        """Whether any record exists at all (else only the shapes and defaults decide)."""
-        return self.applied is not None or bool(self.sets)
+    def applied_ports(self, kind: str, name: str) -> list[dict[str, Any]]:
+        """The ``ports`` the last-applied document gives container ``name`` of ``kind`` (a port's
+        key in managedFields always names its protocol, so only this document tells)."""
+        spec = (self.applied or {}).get("spec")
+        for c in (spec.get(kind) if isinstance(spec, dict) else None) or []:
+            if isinstance(c, dict) and c.get("name") == name:
+                return [p for p in c.get("ports") or [] if isinstance(p, dict)]
+        return []
 
 
 def _in_doc(node: Any, path: tuple[str, ...]) -> bool:
@@ -238,8 +242,10 @@ def strip_pod(pod: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     drop(c, key, where, *path)
             if c.get("imagePullPolicy") == default_pull_policy(c.get("image")):
                 drop(c, "imagePullPolicy", where, *path)
+            mine = written.applied_ports(kind, name)
             for port in c.get("ports") or []:
-                if isinstance(port, dict) and port.get("protocol") == "TCP" and not written.known:
+                if isinstance(port, dict) and port.get("protocol") == "TCP" and not any(
+                        "protocol" in p for p in mine if p.get("containerPort") == port.get("containerPort")):
                     del port["protocol"]
             for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
                 p = c.get(probe)

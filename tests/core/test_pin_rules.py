@@ -63,6 +63,7 @@ def test_what_kubectl_apply_recorded_is_kept_even_at_its_default_value() -> None
     assert spec["volumes"] == [{"configMap": {"name": "web-conf"}, "name": "conf"}]
     assert spec["containers"][0]["volumeMounts"] == [{"mountPath": "/etc/nginx/conf.d", "name": "conf"}]
     assert spec["containers"][0]["resources"] == {"requests": {"cpu": "250m", "memory": "64Mi"}}
+    assert spec["containers"][0]["ports"] == [{"containerPort": 80, "hostPort": 8080}]  # protocol TCP: a default
     for default in ("dnsPolicy", "schedulerName", "securityContext", "terminationGracePeriodSeconds",
                     "enableServiceLinks", "serviceAccount", "serviceAccountName", "preemptionPolicy"):
         assert default not in spec, default
