@@ -79,6 +79,9 @@ class Event(Enum):
     AUTO_ROLLBACK = "2675447d355c437ab16d4122cb01331f"
     # retention (issue 14)
     PRUNED = "abe21babe36c4499a9f1bf7ed0f67d17"
+    # pods placed by hand on a node (staticpodctl pin)
+    PINNED = "2022d290f708425ab630eca4949ff3d8"
+    PIN_FAILED = "2bd86c3b39ef411faf469e5398267e7b"
 
     @property
     def message_id(self) -> str:

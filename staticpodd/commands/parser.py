@@ -96,7 +96,7 @@ def _common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 VERBS = ("status", "park", "unpark", "apply", "edit", "history", "show", "diff", "rollback", "recover",
-         "validate", "doctor", "prune")
+         "validate", "doctor", "prune", "pin")
 
 
 def _seconds(text: str) -> float:
@@ -305,6 +305,33 @@ def _prune(p: argparse.ArgumentParser, wait: bool) -> None:
     p.add_argument("--keep-for", metavar="DURATION",
                    help="keep every version younger than DURATION (30d, 12h; default: retention.keep_for)")
     p.set_defaults(handler=LazyHandler("prune", "cmd_prune"))
+
+
+@_verb("pin", "place a Pending API pod on a node by hand (spec.nodeName), with the kubelet's checks and the "
+      "scheduler's warnings")
+def _pin(p: argparse.ArgumentParser, wait: bool) -> None:
+    p.add_argument("pod", help="the Pending pod's name")
+    p.add_argument("-n", "--namespace", default="default", help="its namespace (default: default)")
+    p.add_argument("--node", required=True, help="the node to run it on")
+    p.add_argument("--kubeconfig", metavar="PATH", default=None,
+                   help="admin kubeconfig (default /etc/kubernetes/admin.conf, taken under --root)")
+    p.add_argument("--dry-run", action="store_true", help="print the manifest and the checks; replace nothing")
+    p.add_argument("--strict", action="store_true", help="refuse when any scheduler rule is walked around")
+    p.add_argument("--force-owned", action="store_true",
+                   help="pin a pod a controller owns (its ownerReferences are dropped: the pinned pod is bare)")
+    p.add_argument("--wait", nargs="?", const="default", default=None, metavar="TIMEOUT",
+                   type=_pin_wait, help="wait until the pod is Running (default 5m; e.g. --wait=90s); exit 6 if not")
+    p.add_argument("--ready", action="store_true", help="with --wait: wait for the pod's Ready condition too")
+    p.add_argument("--delete-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="how long to wait for the deleted pod to be gone before creating (default 60)")
+    p.set_defaults(handler=LazyHandler("pin", "cmd_pin"))
+
+
+def _pin_wait(text: str) -> float | str:
+    """argparse type of pin's ``--wait``: ``default`` or a duration (as the other verbs' --wait)."""
+    from ..proof.options import _wait_value
+
+    return _wait_value(text)
 
 
 def _wait_args(p: argparse.ArgumentParser, verb: str) -> None:

@@ -11,6 +11,22 @@ from .health import heartbeat
 from .loading import build_engine
 from .output import PROG, Out, ago
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _local_pins(layout: Any) -> list[dict[str, Any]]:
+    """The pods ``staticpodctl pin`` placed from this node (:func:`staticpodd.pin.local.list_local_pins`);
+    the module is imported only when its directory exists (status's start-up cost)."""
+    import os
+
+    if not os.path.isdir(os.path.join(str(layout.state_dir), "pins")):
+        return []
+    from ..pin.local import list_local_pins
+
+    return list_local_pins(layout.state_dir)
+
 
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
     """Print the directory, the daemon and one row per component; exit 0."""
@@ -80,5 +96,13 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
         if held:
             out.say(f"note: kubeadm upgrade refuses while {', '.join(held)} {'is' if len(held) == 1 else 'are'} "
                     f"parked ({KUBEADM_UPGRADE_WHY}); unpark first")
-    out.finish(True, **st, daemon=daemon)
+    pins = _local_pins(eng.layout)
+    if pins:
+        out.say("pods pinned to a node by hand from this node (bare: no controller recreates them if the node dies; "
+                "`kubectl drain` refuses them without --force):")
+        for p in pins:
+            warned = f"; walked around: {', '.join(p['warnings'])}" if p.get("warnings") else ""
+            out.say(f"  {p['namespace']}/{p['name']} on node {p.get('node')} since {p.get('pinned_at')} by "
+                    f"{p.get('actor')}{warned}")
+    out.finish(True, **st, daemon=daemon, pinned=pins)
     return EXIT_OK
