@@ -114,27 +114,25 @@ def too_large(size: int, max_bytes: int) -> DecodeProblem:
     """The ``too-large`` problem for a file of ``size`` bytes (its real size: ``os.fstat``, not
     how much was read) over ``max_bytes``, saying truthfully whose limit it is.
 
-    At or over :data:`KUBELET_MAX_BYTES` (10 MiB, ``maxConfigLength`` in pkg/kubelet/config/file.go,
-    read with ``utilio.ReadAtMost``, which refuses when the limit is *reached*: a file of exactly
-    10 MiB is refused; KUBELET.md "Which files are pods") the kubelet itself refuses the file and drops its pod
+    Over :data:`KUBELET_MAX_BYTES` (10 MiB, ``maxConfigLength`` in pkg/kubelet/config/file.go;
+    KUBELET.md "Which files are pods") the kubelet itself refuses the file and drops its pod
     (``kubelet="refuses"``). Between staticpodd's ``max_manifest_bytes`` (default
     :data:`DEFAULT_MAX_BYTES`, 1 MiB) and 10 MiB only staticpodd refuses it (``kubelet="accepts"``):
     the kubelet reads it and runs it (a 2 MiB file runs: KUBELET.md), and the validator reads
     the rest of it, so any reason the kubelet has to refuse it is reported too.
     """
-    if size >= KUBELET_MAX_BYTES:
+    if size > KUBELET_MAX_BYTES:
         return DecodeProblem(
             "too-large",
-            f"file is {size} bytes, at or over the kubelet's own {KUBELET_MAX_BYTES}-byte (10 MiB) limit "
-            "(maxConfigLength: it reads at most that many bytes and refuses a file that reaches it, \"the read "
-            "limit is reached\"): the kubelet refuses it and drops its pod",
+            f"file is {size} bytes, over the kubelet's own {KUBELET_MAX_BYTES}-byte (10 MiB) limit: "
+            "the kubelet refuses it (\"the read limit is reached\") and drops its pod",
             hint="a static pod manifest is a few KB; move this file out of the manifest directory",
             kubelet="refuses",
         )
     return DecodeProblem(
         "too-large",
         f"file is {size} bytes, over staticpodd's {max_bytes}-byte limit (max_manifest_bytes); the kubelet "
-        f"reads files of up to {KUBELET_MAX_BYTES - 1} bytes (under 10 MiB) and runs this one if it is otherwise valid",
+        f"reads files up to {KUBELET_MAX_BYTES} bytes (10 MiB) and runs this one if it is otherwise valid",
         hint="a static pod manifest is a few KB; raise max_manifest_bytes in staticpodd.yaml only if this "
         "is really a manifest",
         kubelet="accepts",

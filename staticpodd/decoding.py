@@ -70,7 +70,7 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
     kubelet would run: duplicate keys (``yaml-duplicate-key``, the last value wins), later
     documents (``multiple-documents``), a size over ``max_bytes`` (``too-large``).
     """
-    if len(data) >= KUBELET_MAX_BYTES:  # the kubelet's read stops at the limit and refuses
+    if len(data) > KUBELET_MAX_BYTES:
         raise too_large(len(data), max_bytes)
     notes: list[DecodeProblem] = []
     if len(data) > max_bytes:

@@ -141,7 +141,7 @@ def over_our_limit_only(findings: Iterable[Any], size: int | None) -> int | None
     from .manifest import KUBELET_MAX_BYTES
 
     codes = {str(_get(f, "code")) for f in findings if _get(f, "severity") == "error"}
-    if codes != {"too-large"} or size is None or size >= KUBELET_MAX_BYTES:
+    if codes != {"too-large"} or size is None or size > KUBELET_MAX_BYTES:
         return None
     return size
 

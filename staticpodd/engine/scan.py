@@ -243,7 +243,7 @@ class ScanVerbs(GateCore):
             size = os.stat(self._path(loc, fn)).st_size
         except OSError:
             return False
-        if size < fsops.KUBELET_MAX_BYTES:  # the kubelet reads it whole
+        if size <= fsops.KUBELET_MAX_BYTES:
             return False
         marker = f"too-large:{size}"
         obs = observed.get(key)

@@ -93,14 +93,8 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
 def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, list[Finding]]:
     """The bytes of the file at ``p`` as the kubelet reads them, or (None, findings) for a file
     judged without them: not a regular file, or over the kubelet's 10 MiB. Raises OSError
-    (IsADirectoryError for a directory).
-
-    Opened with ``O_NONBLOCK`` and judged by ``fstat`` before any read: a FIFO given as FILE (or
-    found in the directory) would otherwise block the open until a writer comes. The kubelet's
-    file source reads regular files only and skips the rest (KUBELET.md "Which files are pods").
-    """
-    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
-    with open(fd, "rb") as fh:
+    (IsADirectoryError for a directory)."""
+    with open(p, "rb") as fh:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(p))
@@ -109,14 +103,13 @@ def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, 
                                   "not a regular file: the kubelet skips it", "a manifest must be a regular file")]
         from staticpodd.decoded import KUBELET_MAX_BYTES
 
-        if st.st_size >= KUBELET_MAX_BYTES:
+        if st.st_size > KUBELET_MAX_BYTES:
             # over the kubelet's own limit: refused by size without reading it all; the message
             # gives the real size (fstat)
             return None, [_too_large_finding(st.st_size, display, options)]
-        # under 10 MiB the kubelet reads the whole file: so do we (over max_bytes it is our strictness)
-        os.set_blocking(fd, True)
+        # up to 10 MiB the kubelet reads the whole file: so do we (over max_bytes it is our strictness)
         data = fh.read(KUBELET_MAX_BYTES + 1)
-        if len(data) >= KUBELET_MAX_BYTES:  # grew since the fstat
+        if len(data) > KUBELET_MAX_BYTES:  # grew since the fstat
             return None, [_too_large_finding(max(len(data), os.fstat(fh.fileno()).st_size), display, options)]
     return data, []
 
