@@ -69,21 +69,13 @@ def main(argv: list[str] | None = None) -> int:
                       hint="free space or remount read-write, then run the command again")
         report_error(out, err)
         return EXIT_FAILURE
-    except Exception as exc:  # a bug: one clear line (the --json contract kept); the traceback on request
+    except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
         import traceback
 
-        debug = bool(os.environ.get("STATICPODD_DEBUG"))
-        message = f"internal error: {type(exc).__name__}: {exc}"
-        hint = ("please report this with the traceback above" if debug
-                else "this is a bug in staticpodctl; run again with STATICPODD_DEBUG=1 for the traceback to report")
-        if debug:
-            traceback.print_exc()
+        traceback.print_exc()
         if out.json:
-            out.finish(False, error={"code": "internal", "message": message, "hint": hint})
-        else:
-            from .termsafe import one_line
-
-            print(f"{PROG}: error: {one_line(message)[:500]}\n  hint: {hint}", file=sys.stderr)
+            out.finish(False, error={"code": "internal", "message": f"internal error: {exc!r}",
+                                     "hint": "please report this with the traceback on stderr"})
         return EXIT_FAILURE
 
 

@@ -405,7 +405,6 @@ def load_config(
                 )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         _check_duplicate_keys(node, file)
-        _check_long_integers(node, file)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -478,37 +477,6 @@ def load_config(
                 hint="set one of the supported minors, or remove the key (the newest is used)",
             ) from None
     return Config.from_dict(data, source=str(file), digest=digest)
-
-
-#: No setting takes a number near this long; CPython refuses ``int()`` of a decimal string of more
-#: than 4,300 digits (``sys.get_int_max_str_digits``) with a ValueError, which PyYAML would raise.
-_MAX_INT_DIGITS = 30
-
-
-def _check_long_integers(node: Any, file: Path) -> None:
-    """Refuse a scalar PyYAML would read as an integer of more than ``_MAX_INT_DIGITS`` digits.
-
-    Raises: ConfigError naming the file, line and column (nothing is loaded).
-    """
-    import yaml
-
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                stack.extend((k, v))
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend(n.value)
-        elif isinstance(n, yaml.ScalarNode) and n.tag == "tag:yaml.org,2002:int":
-            digits = sum(c.isdigit() for c in n.value)
-            if digits > _MAX_INT_DIGITS:
-                m = n.start_mark
-                raise ConfigError(
-                    f"a number of {digits} digits: no setting takes more than {_MAX_INT_DIGITS}",
-                    path=str(file), line=m.line + 1, column=m.column + 1,
-                    hint="write the number the setting means (see staticpodd.yaml(5))",
-                )
 
 
 def _check_duplicate_keys(node: Any, file: Path) -> None:

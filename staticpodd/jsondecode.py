@@ -34,15 +34,10 @@ _DIGITS = re.compile(r"[0-9]+")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _MAX_DEPTH = 10000  # encoding/json scanner.go maxNestingDepth
-# An integer literal longer than this is kept as a JSONNumber: no int64/uint64 holds it (Go's
-# decoder refuses it for an integer field), and CPython refuses ``int()`` of a decimal string of
-# more than 4,300 digits (``sys.get_int_max_str_digits``) with a ValueError.
-_INT_DIGITS = 20
 
 
 class JSONNumber(float):
-    """A JSON number written with a fraction or an exponent (``3e1``, ``30.0``, ``1e400``), or an
-    integer of more than 20 digits (out of any Go integer type's range).
+    """A JSON number written with a fraction or an exponent (``3e1``, ``30.0``, ``1e400``).
 
     It is a float (``30.0``, or ``inf`` when out of range), and ``literal`` keeps the text: the
     kubelet's decoder refuses it for an integer field (``json: cannot unmarshal number 3e1 into
@@ -330,7 +325,7 @@ class _Parser:
             j = d.end()
             is_float = True
         text = s[i:j]
-        if is_float or len(text) - (text[0] == "-") > _INT_DIGITS:
+        if is_float:
             return JSONNumber(text), j
         return int(text), j
 

@@ -75,7 +75,7 @@ def resolve_plain(value: str) -> tuple[str, Any]:
         plain = value.replace("_", "")
         if _GO_INT.match(plain):
             n = _go_parse_int(plain)
-            if n is not None and _INT64_MIN <= n <= _UINT64_MAX:
+            if _INT64_MIN <= n <= _UINT64_MAX:
                 return _INT, n
         if _YAML_STYLE_FLOAT.match(plain):
             f = float(plain)
@@ -103,15 +103,7 @@ def _go_parse_float(v: str) -> float:
     return float(v)
 
 
-def _go_parse_int(plain: str) -> int | None:
-    """``strconv.ParseInt``/``ParseUint`` with base 0 on a literal ``_GO_INT`` matched, or None when
-    the literal is out of 64-bit range (go-yaml then tries a float, then keeps the string).
-
-    A decimal literal of more than 20 digits cannot fit in a uint64 and is answered without
-    ``int()``: CPython refuses to convert a decimal string of more than 4,300 digits
-    (``sys.get_int_max_str_digits``) with a ValueError, which a stray file must never raise.
-    Power-of-two bases are not limited by CPython.
-    """
+def _go_parse_int(plain: str) -> int:
     sign = -1 if plain[0] == "-" else 1
     body = plain[1:] if plain[0] in "+-" else plain
     low = body.lower()
@@ -123,8 +115,6 @@ def _go_parse_int(plain: str) -> int | None:
         n = int(body[2:], 2)
     elif len(body) > 1 and body[0] == "0":
         n = int(body, 8)
-    elif len(body) > 20:
-        return None
     else:
         n = int(body)
     return sign * n

@@ -15,7 +15,7 @@ import signal
 import time
 from typing import Any
 
-from .. import __version__, fsops
+from .. import __version__
 from ..errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError, StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
 from ..watch import Hints, Watcher, hidden_from_proc
@@ -137,7 +137,6 @@ class Daemon(LoopMixin):
             self.watcher = Watcher(self.layout.manifest_dir, self.hints)
             self._heartbeat()
             self._check_watch(initial=True)
-            fsops.failpoint("daemon:start")
             if not self._first_reconcile():
                 self._shutdown()
                 return EXIT_OK  # stopped while waiting for the lock
@@ -146,15 +145,6 @@ class Daemon(LoopMixin):
             self.log(Event.DAEMON_START_FAILED, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
             self._shutdown(status=f"failed: {exc}")
             return exc.exit_status if exc.exit_status != EXIT_OK else EXIT_FAILURE
-        except Exception as exc:  # a bug met at start-up: said on stderr and in the journal, not a bare traceback
-            import traceback
-
-            self._say(f"cannot start: internal error: {type(exc).__name__}: {exc}")
-            self.log(Event.DAEMON_ERROR, f"internal error during start-up, not starting: {type(exc).__name__}: {exc}",
-                     priority=ERR, error="internal-error",
-                     traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-            self._shutdown(status=f"failed: internal error: {type(exc).__name__}")
-            return EXIT_FAILURE
         # before READY=1, so that a write right after it is served at once: may we see writers in
         # /proc (asked once, cheaply), and what a restore on a writer's close needs, imported
         denied = hidden_from_proc()
