@@ -73,9 +73,9 @@ def mirror_pod_hash(kubeconfig: Path, pod_name: str, namespace: str, *, timeout:
     (unreadable kubeconfig, apiserver unreachable, 401/403...). Never raises.
     """
     try:
-        import yaml
+        from ..yamlsafe import safe_load
 
-        kc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
+        kc = safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
         ctx_name = kc.get("current-context")
         context = _named(kc.get("contexts"), ctx_name, "context")
         if not context and len(kc.get("contexts") or []) == 1:

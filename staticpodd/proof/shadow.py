@@ -34,7 +34,8 @@ def pod_key(doc: Any) -> tuple[str, str] | None:
 def _load_first_document(path: Path) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from ..yamlsafe import FastLoader as loader
+
     try:
         if path.stat().st_size > MAX_CONFIG_LENGTH:
             return None
