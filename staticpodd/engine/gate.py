@@ -238,6 +238,8 @@ class GateCore(EngineCore):
         """Live files other than ``besides`` that define pod ``ident`` = (namespace, name), in the
         kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
         names across files")."""
+        from ..validate.podfacts import may_name
+
         out = []
         # one query for every live file's cached identity and stat signature, then one stat per
         # file: a file whose stat is what it was when its bytes were read is not read again
@@ -256,7 +258,9 @@ class GateCore(EngineCore):
                         out.append(shown)
                     continue
                 data = self._live_bytes(path, tracked)
-                if data is not None and self.pod_identity(data) == ident:
+                if data is None or not may_name(data, ident[1]):
+                    continue  # surely another pod's (or none): not decoded, see may_name
+                if self.pod_identity(data) == ident:
                     out.append(shown)
         return out
 
