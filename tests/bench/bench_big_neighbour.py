@@ -21,6 +21,7 @@ Exit status 0 when every target is met, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -91,6 +92,12 @@ def rss(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
+def versions(root: Path, component: str) -> int:
+    p = subprocess.run([sys.executable, "-m", "staticpodd.cli", "history", component, "--json", "--root", str(root)],
+                       env=env(), capture_output=True, text=True)
+    return len(json.loads(p.stdout).get("versions", [])) if p.returncode == 0 else 0
+
+
 def daemon_rss(root: Path, edit: Path | None) -> tuple[float, float]:
     hb = root / "run/staticpodd/daemon.json"
     d = subprocess.Popen([sys.executable, "-m", "staticpodd.daemon", "--root", str(root)], env=env(),
@@ -100,11 +107,14 @@ def daemon_rss(root: Path, edit: Path | None) -> tuple[float, float]:
         while not hb.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
         if edit is not None:
+            before = versions(root, "big")
             with open(edit, "ab") as fh:
                 fh.write(b"# edited\n")
-            time.sleep(5)  # debounce, the record of the edit, and the daemon's quiet-time trim
-        else:
-            time.sleep(5)
+            t = time.monotonic()
+            while versions(root, "big") <= before and time.monotonic() < deadline:
+                time.sleep(0.5)
+            print(f"daemon: the edit of big.yaml recorded after {time.monotonic() - t:.1f} s")
+        time.sleep(5)  # validation of the edit, and the daemon's quiet-time trim (1 s)
         return rss(d.pid)
     finally:
         d.terminate()
