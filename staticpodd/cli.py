@@ -69,14 +69,37 @@ def main(argv: list[str] | None = None) -> int:
                       hint="free space or remount read-write, then run the command again")
         report_error(out, err)
         return EXIT_FAILURE
-    except Exception as exc:  # a bug: keep the --json contract, and the traceback for the report
-        import traceback
+    except Exception as exc:  # a bug: keep the --json contract; the traceback goes to the journal
+        return _internal_error(out, args, exc)
 
-        traceback.print_exc()
-        if out.json:
-            out.finish(False, error={"code": "internal", "message": f"internal error: {exc!r}",
-                                     "hint": "please report this with the traceback on stderr"})
-        return EXIT_FAILURE
+
+def _internal_error(out: Out, args: Any, exc: BaseException) -> int:
+    """Report an unexpected exception (a bug) without a traceback on the terminal: one clear
+    line (or the --json error), and a DAEMON_ERROR journal entry (ERROR=internal-error) whose
+    TRACEBACK field holds the traceback for the report. ``STATICPODD_TRACEBACK=1`` also prints
+    it. Returns EXIT_FAILURE; never raises."""
+    import traceback
+
+    from .journal import ERR, Event, Journal
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    what = f"{type(exc).__name__}: {exc}"[:500]
+    verb = getattr(args, "verb", None) or Parser.verb or "staticpodctl"
+    try:
+        Journal(PROG, str(getattr(args, "root", None) or "/")).log(
+            Event.DAEMON_ERROR, f"{PROG} {verb}: internal error: {what}", priority=ERR,
+            error="internal-error", traceback=text, pid=os.getpid())
+    except Exception:  # noqa: BLE001 - the report below is what matters
+        pass
+    hint = (f"this is a bug in staticpodctl (run `staticpodctl status` to see where things stand); the "
+            f"traceback is in the journal (journalctl MESSAGE_ID={Event.DAEMON_ERROR.message_id}); please report it")
+    if out.json:
+        out.finish(False, error={"code": "internal", "message": f"internal error: {what}", "hint": hint})
+    else:
+        print(f"{PROG}: internal error: {what}\n  hint: {hint}", file=sys.stderr)
+    if os.environ.get("STATICPODD_TRACEBACK") == "1":
+        print(text, file=sys.stderr)
+    return EXIT_FAILURE
 
 
 #: Names this module had before the verbs moved to :mod:`staticpodd.commands`: name -> (module, name).

@@ -405,7 +405,9 @@ def load_config(
                 )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         _check_duplicate_keys(node, file)
-        data = yaml.safe_load(text)
+        from .yamlsafe import safe_load
+
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

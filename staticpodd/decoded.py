@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BYTES = 1 << 20
 """Our default size cap (bytes). The kubelet's own cap is 10 MB (``maxConfigLength``)."""
 
-KUBELET_MAX_BYTES = 10 * 1024 * 1024
+KUBELET_MAX_CONFIG_LENGTH = 10 * 1024 * 1024
+"""The kubelet's ``maxConfigLength`` (10 MiB, pkg/kubelet/config/common.go). Its file source
+reads a manifest with ``utilio.ReadAtMost(file, maxConfigLength)`` (k8s.io/utils/io), which
+reads through an ``io.LimitedReader`` of that many bytes and fails with "the read limit is
+reached" when the reader's remainder is ``<= 0``: a file of exactly 10 MiB is refused too."""
+
+KUBELET_MAX_BYTES = KUBELET_MAX_CONFIG_LENGTH - 1
+"""The largest manifest the kubelet reads (10 MiB - 1 byte): a size over it is refused."""
 
 class DecodeProblem(Exception):
     """One reason the bytes are not a readable manifest (internal; becomes a Finding).
@@ -124,15 +131,16 @@ def too_large(size: int, max_bytes: int) -> DecodeProblem:
     if size > KUBELET_MAX_BYTES:
         return DecodeProblem(
             "too-large",
-            f"file is {size} bytes, over the kubelet's own {KUBELET_MAX_BYTES}-byte (10 MiB) limit: "
-            "the kubelet refuses it (\"the read limit is reached\") and drops its pod",
+            f"file is {size} bytes; the kubelet reads at most {KUBELET_MAX_BYTES} bytes (a file of 10 MiB, "
+            f"{KUBELET_MAX_CONFIG_LENGTH} bytes, or more fails its read with \"the read limit is reached\"): "
+            "it refuses the file and drops its pod",
             hint="a static pod manifest is a few KB; move this file out of the manifest directory",
             kubelet="refuses",
         )
     return DecodeProblem(
         "too-large",
         f"file is {size} bytes, over staticpodd's {max_bytes}-byte limit (max_manifest_bytes); the kubelet "
-        f"reads files up to {KUBELET_MAX_BYTES} bytes (10 MiB) and runs this one if it is otherwise valid",
+        f"reads files of up to {KUBELET_MAX_BYTES} bytes (under 10 MiB) and runs this one if it is otherwise valid",
         hint="a static pod manifest is a few KB; raise max_manifest_bytes in staticpodd.yaml only if this "
         "is really a manifest",
         kubelet="accepts",

@@ -30,7 +30,7 @@ from .record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import BinaryIO, Final
 
 #: Mode and owner of new manifests: kubeadm writes 0600 root:root, and the CIS benchmark asks for it.
 NEW_FILE_MODE = 0o600
@@ -39,9 +39,10 @@ NEW_FILE_GID = 0
 
 STAGING_PREFIX = "stage-"
 
-#: The kubelet refuses files over 10 MB (``maxConfigLength``; KUBELET.md "Which files are pods"):
-#: such files are never copied into the version store.
-KUBELET_MAX_BYTES = 10 * 1024 * 1024
+#: The largest file the kubelet reads: ``maxConfigLength`` (10 MiB) - 1, as
+#: :data:`staticpodd.decoded.KUBELET_MAX_BYTES` (a file of exactly 10 MiB fails the kubelet's
+#: ``utilio.ReadAtMost``); larger files are never copied into the version store.
+KUBELET_MAX_BYTES = 10 * 1024 * 1024 - 1
 
 _CRASHPOINT = os.environ.get("STATICPODD_TEST_CRASHPOINT")
 _PAUSEPOINT = os.environ.get("STATICPODD_TEST_PAUSEPOINT")  # "NAME:SECONDS"
@@ -105,6 +106,24 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def open_for_reading(path: Path | str) -> BinaryIO:
+    """Open ``path`` (following a symlink) for reading without ever blocking: O_NONBLOCK, so a
+    FIFO (no writer) or a device opens at once and the caller's ``os.fstat`` of the open file
+    decides (every caller refuses what is not a regular file; O_NONBLOCK changes nothing for a
+    regular file). O_NOCTTY: a terminal never becomes ours. Raises OSError (ENXIO for a socket).
+
+    The kubelet never opens such files: its file source (pkg/kubelet/config/file.go) stats each
+    entry and reads only regular files; any other entry is skipped with a log line (KUBELET.md
+    "Which files are pods").
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_state(path: Path) -> FileState | None:
     """Bytes, mode and owner of the regular file at ``path`` (following a symlink, as the kubelet
     does: KUBELET.md "Which files are pods"), or None when there is no such file.
@@ -119,7 +138,7 @@ def read_state(path: Path) -> FileState | None:
         raise FsError(f"cannot stat: {exc.strerror}", path=str(path)) from exc
     is_link = stat.S_ISLNK(lst.st_mode)
     try:
-        with open(path, "rb") as fh:
+        with open_for_reading(path) as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise FsError("not a regular file", path=str(path))

@@ -36,6 +36,11 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 _MAX_DEPTH = 10000  # encoding/json scanner.go maxNestingDepth
 
 
+# Longer integer literals become JSONNumber: int() refuses more digits than
+# sys.get_int_max_str_digits() (4300 by default) with ValueError, and is quadratic below that.
+_MAX_INT_DIGITS = 1000
+
+
 class JSONNumber(float):
     """A JSON number written with a fraction or an exponent (``3e1``, ``30.0``, ``1e400``).
 
@@ -325,7 +330,9 @@ class _Parser:
             j = d.end()
             is_float = True
         text = s[i:j]
-        if is_float:
+        if is_float or j - i > _MAX_INT_DIGITS:
+            # an integer too long for int() (Python's int-string conversion limit) is out of every
+            # Go integer type's range: kept as a JSONNumber (its literal; +-inf as a float)
             return JSONNumber(text), j
         return int(text), j
 

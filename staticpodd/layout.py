@@ -82,7 +82,9 @@ def read_static_pod_path(kubelet_config: Path) -> str | None:
     import yaml  # only for unusual shapes of the file
 
     try:
-        doc = yaml.safe_load(text)
+        from .yamlsafe import safe_load
+
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(

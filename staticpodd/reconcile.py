@@ -191,7 +191,7 @@ def invalid_sentence(
     if ours_only is not None:
         return (
             f"{file_name} is {ours_only} bytes, over staticpodd's limit max_manifest_bytes="
-            f"{limit if limit is not None else 'default'}; the kubelet reads files up to 10 MiB and still runs "
+            f"{limit if limit is not None else 'default'}; the kubelet reads files under 10 MiB and still runs "
             "it if it is otherwise valid (staticpodd does not look further)",
             WARNING,
         )

@@ -75,7 +75,7 @@ def resolve_plain(value: str) -> tuple[str, Any]:
         plain = value.replace("_", "")
         if _GO_INT.match(plain):
             n = _go_parse_int(plain)
-            if _INT64_MIN <= n <= _UINT64_MAX:
+            if n is not None and _INT64_MIN <= n <= _UINT64_MAX:
                 return _INT, n
         if _YAML_STYLE_FLOAT.match(plain):
             f = float(plain)
@@ -103,21 +103,30 @@ def _go_parse_float(v: str) -> float:
     return float(v)
 
 
-def _go_parse_int(plain: str) -> int:
+# the most significant digits a uint64 has in each base: a literal with more is out of range
+_UINT64_DIGITS = {16: 16, 8: 22, 2: 64, 10: 20}
+
+
+def _go_parse_int(plain: str) -> int | None:
+    """The value of a ``_GO_INT`` literal, or None when it has more significant digits than any
+    uint64 (``strconv.ParseInt``/``ParseUint`` fail with ErrRange: the scalar is not an int).
+
+    The digits are counted before converting: a 5,000-digit decimal would otherwise raise
+    ValueError in ``int()`` (Python's int-string conversion limit, sys.get_int_max_str_digits),
+    and converting a 10 MiB one is quadratic.
+    """
     sign = -1 if plain[0] == "-" else 1
     body = plain[1:] if plain[0] in "+-" else plain
     low = body.lower()
-    if low.startswith("0x"):
-        n = int(body[2:], 16)
-    elif low.startswith("0o"):
-        n = int(body[2:], 8)
-    elif low.startswith("0b"):
-        n = int(body[2:], 2)
+    if low.startswith(("0x", "0o", "0b")):
+        base, digits = {"x": 16, "o": 8, "b": 2}[low[1]], body[2:]
     elif len(body) > 1 and body[0] == "0":
-        n = int(body, 8)
+        base, digits = 8, body
     else:
-        n = int(body)
-    return sign * n
+        base, digits = 10, body
+    if len(digits.lstrip("0")) > _UINT64_DIGITS[base]:
+        return None
+    return sign * int(digits, base)
 
 
 def _explicit(tag: str, value: str, node: Any) -> Any:

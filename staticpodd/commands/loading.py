@@ -74,9 +74,10 @@ def salvage_manifest_dir(path: str) -> str | None:
     if b"manifest_dir" not in raw:
         return None
     try:
-        import yaml
 
-        doc = yaml.safe_load(raw)
+        from ..yamlsafe import safe_load
+
+        doc = safe_load(raw)
     except Exception:  # noqa: BLE001 - any YAML problem: read the one top-level line instead
         return _manifest_dir_line(path, raw)
     value = doc.get("manifest_dir") if isinstance(doc, dict) else None

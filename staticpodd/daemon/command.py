@@ -12,7 +12,7 @@ import sys
 
 from .. import __version__
 from ..config import load_config
-from ..errors import EXIT_CONFIG, EXIT_OK, ConfigError
+from ..errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError
 from ..hashes import builtin_hashes
 from ..layout import Layout
 from .control import bind_textfile_dir, reload_running
@@ -117,6 +117,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     try:
         return daemon.run()
+    except Exception as exc:  # a bug outside run()'s own handlers: one journal entry, no bare traceback
+        import traceback
+
+        from ..journal import ERR, Event
+
+        what = f"{type(exc).__name__}: {exc}"[:500]
+        print(f"staticpodd: internal error: {what}", file=sys.stderr)
+        daemon.journal.log(Event.DAEMON_ERROR, f"staticpodd stopped: internal error: {what}", priority=ERR,
+                           error="internal-error",
+                           traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        return EXIT_FAILURE
     finally:
         close = getattr(daemon.journal, "close", None)
         if close is not None:

@@ -207,8 +207,10 @@ class ExecuteMixin(WriterHoldsMixin):
             return None
         import yaml
 
+        from ..yamlsafe import FastLoader
+
         try:
-            doc = next(iter(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), None)
+            doc = next(iter(yaml.load_all(data, Loader=FastLoader)), None)  # noqa: S506 - a safe loader
         except yaml.YAMLError:
             return None
         return pod_key(doc)

@@ -145,6 +145,16 @@ class Daemon(LoopMixin):
             self.log(Event.DAEMON_START_FAILED, f"staticpodd cannot start: {exc}", priority=ERR, error=exc.code)
             self._shutdown(status=f"failed: {exc}")
             return exc.exit_status if exc.exit_status != EXIT_OK else EXIT_FAILURE
+        except Exception as exc:  # a bug during start-up: say so in the journal, not only on stderr
+            import traceback
+
+            what = f"{type(exc).__name__}: {exc}"[:500]
+            self._say(f"cannot start: internal error: {what}")
+            self.log(Event.DAEMON_ERROR, f"staticpodd cannot start: internal error: {what}", priority=ERR,
+                     error="internal-error",
+                     traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            self._shutdown(status=f"failed: internal error: {type(exc).__name__}")
+            return EXIT_FAILURE
         # before READY=1, so that a write right after it is served at once: may we see writers in
         # /proc (asked once, cheaply), and what a restore on a writer's close needs, imported
         denied = hidden_from_proc()

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .. import fsops
 from ..journal import Event
 from ..layout import component_of
 from ..reconcile import (
@@ -250,8 +252,8 @@ class PlanMixin(QuietMixin):
         parked, was changed by a staticpodd verb, or has a recorded version that passes
         validation (see :meth:`_true_findings`)."""
         try:
-            with open(self.layout.live_path(name), "rb") as fh:
-                head = fh.read(1 << 20)
+            with fsops.open_for_reading(self.layout.live_path(name)) as fh:
+                head = fh.read(1 << 20) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else b""
         except OSError:
             head = b""
         if _DECLARES_POD.search(head):

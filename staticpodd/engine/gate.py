@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: Files up to this size are decoded for their pod identity (cached by digest: later verbs do not
+#: read them); larger ones only when their bytes could name the pod (podfacts.may_name).
+_DECODE_FOR_IDENTITY = 256 * 1024
+
+
 class GateCore(EngineCore):
     """The gate, the verdict and identity caches, and the identity and duplicate refusals."""
 
@@ -238,6 +243,8 @@ class GateCore(EngineCore):
         """Live files other than ``besides`` that define pod ``ident`` = (namespace, name), in the
         kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
         names across files")."""
+        from ..validate.podfacts import may_name
+
         out = []
         # one query for every live file's cached identity and stat signature, then one stat per
         # file: a file whose stat is what it was when its bytes were read is not read again
@@ -256,7 +263,14 @@ class GateCore(EngineCore):
                         out.append(shown)
                     continue
                 data = self._live_bytes(path, tracked)
-                if data is not None and self.pod_identity(data) == ident:
+                if data is None:
+                    continue
+                if len(data) > _DECODE_FOR_IDENTITY and not may_name(data, ident[1]):
+                    # surely another pod's (or none): a big file is not decoded (seconds and
+                    # hundreds of MB for 10 MiB); a small one is, so its identity is cached by
+                    # digest and later verbs need not read it at all
+                    continue
+                if self.pod_identity(data) == ident:
                     out.append(shown)
         return out
 

@@ -66,9 +66,11 @@ class PortsCore(GateCore):
 
             claims = doc_claims(doc)
         else:
-            from ..validate.podfacts import port_claims
+            from ..validate.podfacts import may_claim_host_ports, port_claims
 
-            claims = port_claims(data)
+            # a file that cannot claim a host port is not decoded (a 10 MiB pod beside the one a
+            # verb changes cost that verb a full decode: seconds and hundreds of MB)
+            claims = port_claims(data) if may_claim_host_ports(data) else None
             if claims is not None and claims[1] and self._kubelet_never_runs(data):
                 claims = (claims[0], [])  # a pod the kubelet never runs holds no port
         if have_store and self._lock.held:

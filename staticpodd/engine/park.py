@@ -79,7 +79,10 @@ class ParkVerbs(SwapVerbs):
                         hint="move it away by hand (it is your only copy), then park again",
                     )
             st = self._state_at("live", fn)
-            assert st is not None
+            if st is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
+                raise Conflict(f"{fn} was moved or removed meanwhile (not by staticpodd); nothing was changed",
+                               path=str(self._path("live", fn)),
+                               hint=f"see where it went: staticpodctl status; then park {_q(comp)} again if needed")
             if st.is_symlink:
                 raise Conflict(
                     f"{fn} is a symlink (to {os.readlink(self._path('live', fn))}); parking would move the link, "
@@ -105,8 +108,17 @@ class ParkVerbs(SwapVerbs):
             self._moved_or_undo(intent, self._path("live", fn), self._path("parked", fn), comp=comp,
                                 expect_digest=digest, action="park")
             fsops.crashpoint("park:renamed")
+            fsops.pausepoint("park:renamed")
+            # looked at again under the lock: a hand `mv` (which takes no lock) may have moved the
+            # parked copy on in the instant since the rename. The park happened all the same, with
+            # the bytes checked right before the rename: those are recorded, and the next scan
+            # sees where the copy went (moved back: the park is closed as unparked by hand)
             pst = self._state_at("parked", fn)
-            assert pst is not None
+            moved_note = ""
+            if pst is None or digest_of(pst.data) != digest:
+                pst = st
+                moved_note = ("; its parked copy was moved or changed by hand right after the park "
+                              "(see: staticpodctl status)")
             with self._after_rename(f"{fn} is parked: the kubelet stops the pod"), self.store.after_intent():
                 version, rec = self._record_park(comp, fn, pst, payload)
                 self.store.end_intent(intent)
@@ -118,7 +130,8 @@ class ParkVerbs(SwapVerbs):
             )
             self._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
                         digest=digest)
-            res = Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}", location="parked",
+            res = Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}{moved_note}",
+                         location="parked",
                          version=version, digest=digest, park=rec)
             if twins:
                 res.extra["keeps_running_from"] = twins[-1]
@@ -178,7 +191,10 @@ class ParkVerbs(SwapVerbs):
                     return self._close_park_copied_back(comp, fn, live, reason)
                 raise self._live_again(comp, fn, live)
             pst = self._state_at("parked", fn)
-            assert pst is not None
+            if pst is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
+                raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
+                               "nothing was changed", path=str(self._path("parked", fn)),
+                               hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
             self._check_parked_copy_trusted(fn, pst)
             digest = digest_of(pst.data)
             from ..resources import validator_id
@@ -217,8 +233,11 @@ class ParkVerbs(SwapVerbs):
             self._moved_or_undo(intent, self._path("parked", fn), self._path("live", fn), comp=comp,
                                 expect_digest=digest, action="unpark")
             fsops.crashpoint("unpark:renamed")
+            # looked at again under the lock, as after a park's rename: the bytes checked right
+            # before the rename are what went live, even if a hand `mv` moved them on since
             st = self._state_at("live", fn)
-            assert st is not None
+            if st is None or digest_of(st.data) != digest:
+                st = pst
             rec = self.store.park_of(comp)
             with self._after_rename(f"{fn} is live again: the kubelet starts the pod"), self.store.after_intent():
                 version = self._record_unpark(comp, fn, st, payload)

@@ -85,9 +85,9 @@ def mirror_pod_hash(kubeconfig: Path, pod_name: str, namespace: str, *, timeout:
     gone: ``{"found": False, ..., "via": "node-authorizer"}``.
     """
     try:
-        import yaml
+        from ..yamlsafe import safe_load
 
-        kc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
+        kc = safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
         ctx_name = kc.get("current-context")
         context = _named(kc.get("contexts"), ctx_name, "context")
         if not context and len(kc.get("contexts") or []) == 1:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's sta
 if TYPE_CHECKING:
     from typing import Any, Final
 
-MAX_CONFIG_LENGTH = 10 * 1024 * 1024  # the kubelet's maxConfigLength
+MAX_CONFIG_LENGTH = 10 * 1024 * 1024  # the kubelet's maxConfigLength: it reads files below it
 
 
 def pod_key(doc: Any) -> tuple[str, str] | None:
@@ -34,9 +34,10 @@ def pod_key(doc: Any) -> tuple[str, str] | None:
 def _load_first_document(path: Path) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from ..yamlsafe import FastLoader as loader
+
     try:
-        if path.stat().st_size > MAX_CONFIG_LENGTH:
+        if path.stat().st_size >= MAX_CONFIG_LENGTH:
             return None
         text = path.read_text(encoding="utf-8", errors="replace")
         for doc in yaml.load_all(text, Loader=loader):  # noqa: S506 - a safe loader

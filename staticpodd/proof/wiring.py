@@ -126,9 +126,9 @@ def _decode(data: bytes | None) -> dict[str, Any] | None:
         doc = decode(data).doc
     except Exception:  # noqa: BLE001 - any undecodable bytes: no document
         try:
-            import yaml
+            from ..yamlsafe import safe_load
 
-            doc = yaml.safe_load(data)
+            doc = safe_load(data)
         except Exception:  # noqa: BLE001
             return None
     return doc if isinstance(doc, dict) else None

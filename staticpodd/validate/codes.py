@@ -104,8 +104,8 @@ STRICTNESS: dict[str, str] = {
     "multiple-documents": "a second YAML document after the Pod: the kubelet runs the first document and "
     "ignores the rest; staticpodd refuses the file (a file whose first document is not a Pod is refused "
     "by the kubelet too)",
-    "too-large": "a file over max_manifest_bytes (default 1 MiB) but at most 10 MiB: the kubelet runs it "
-    "(its limit is 10 MiB, maxConfigLength); staticpodd refuses it",
+    "too-large": "a file over max_manifest_bytes (default 1 MiB) but under 10 MiB: the kubelet runs it "
+    "(it refuses 10 MiB or more, maxConfigLength); staticpodd refuses it",
     "not-utf8": "bytes that are not UTF-8 inside the strings of a file starting with '{': the kubelet's JSON "
     "decoder replaces them with U+FFFD and runs the pod; staticpodd refuses the file (in YAML the kubelet "
     "refuses it too)",

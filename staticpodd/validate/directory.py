@@ -93,14 +93,26 @@ def _read_one(p: Path, display: str, options: Options, validate: ValidateFn) -> 
 def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, list[Finding]]:
     """The bytes of the file at ``p`` as the kubelet reads them, or (None, findings) for a file
     judged without them: not a regular file, or over the kubelet's 10 MiB. Raises OSError
-    (IsADirectoryError for a directory)."""
-    with open(p, "rb") as fh:
+    (IsADirectoryError for a directory).
+
+    A FIFO, socket or device is never read (a FIFO would block until a writer came): it is
+    stat'ed first, and opened without blocking and fstat'ed again in case it was swapped in
+    meanwhile. The kubelet reads regular files only and skips any other entry
+    (pkg/kubelet/config/file.go; KUBELET.md "Which files are pods")."""
+    from staticpodd.fsops import open_for_reading
+
+    not_regular = [Finding("not-regular-file", "error", display, None, None, None,
+                           "not a regular file (a FIFO, socket or device): the kubelet reads regular files only "
+                           "and skips it", "a manifest must be a regular file")]
+    st = os.stat(p)
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        return None, not_regular
+    with open_for_reading(p) as fh:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(p))
         if not stat.S_ISREG(st.st_mode):
-            return None, [Finding("not-regular-file", "error", display, None, None, None,
-                                  "not a regular file: the kubelet skips it", "a manifest must be a regular file")]
+            return None, not_regular
         from staticpodd.decoded import KUBELET_MAX_BYTES
 
         if st.st_size > KUBELET_MAX_BYTES:

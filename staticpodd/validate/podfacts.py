@@ -106,6 +106,26 @@ def pod_key(doc: dict) -> tuple[str, str]:
     return (meta.get("namespace") or "default", meta["name"])
 
 
+def _maybe_escaped(data: bytes) -> bool:
+    """Whether a key or string in ``data`` may be spelled other than literally: a backslash (a
+    YAML double-quoted or JSON escape) or a NUL byte (UTF-16/32 text)."""
+    return b"\\" in data or b"\x00" in data
+
+
+def may_name(data: bytes, name: str) -> bool:
+    """False only when ``data`` surely defines no pod named ``name``, found without decoding: the
+    name appears nowhere in the bytes and nothing in them is escaped or UTF-16/32 (every other
+    YAML or JSON spelling of a string holds it literally; folding would add a space, which no
+    pod name has). One substring test, so an unrelated 10 MiB file is never decoded for it."""
+    return _maybe_escaped(data) or name.encode("utf-8", "surrogateescape") in data
+
+
+def may_claim_host_ports(data: bytes) -> bool:
+    """False only when ``data`` surely claims no host port (:func:`host_ports`), found without
+    decoding: neither ``hostPort`` nor ``hostNetwork`` appears, and nothing is escaped."""
+    return _maybe_escaped(data) or b"hostPort" in data or b"hostNetwork" in data
+
+
 def port_claims(data: bytes) -> tuple[tuple[str, str], list[tuple[str, int, str, str]]] | None:
     """``((namespace, name), host_ports)`` of the pod ``data`` defines as the kubelet decodes it
     (up to its 10 MiB), None when it is no pod (:func:`is_pod_doc`) or does not decode. Decoding

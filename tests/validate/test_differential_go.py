@@ -475,3 +475,66 @@ def test_deep_nesting_the_kubelet_reads_is_never_called_a_kubelet_refusal(y2j):
         if not go["ok"] and level == "ok":
             wrong.append(f"{name}: the kubelet refuses it ({go['error']}), we accept it")
     assert not wrong, "\n".join(wrong)
+
+
+_HUGE = "9" * 5000  # more digits than Python's int() converts (sys.get_int_max_str_digits: 4300)
+
+
+def _go_json(text: str) -> object:
+    """The Go side's JSON text as a document, with integer literals too long for int() kept as
+    JSONNumber, as staticpodd's JSON reader keeps them."""
+    from staticpodd.jsondecode import _MAX_INT_DIGITS, JSONNumber
+
+    return json.loads(text, parse_int=lambda s: int(s) if len(s) <= _MAX_INT_DIGITS else JSONNumber(s))
+
+
+@pytest.mark.parametrize("json_syntax", [True, False], ids=["json", "yaml"])
+def test_a_5000_digit_integer_gets_the_kubelets_verdict(y2j, json_syntax):
+    """A 5,000-digit integer (say a stray notes.yaml.bak) raised ValueError in int() and ended every
+    verb in a traceback. The kubelet reads it: in YAML it is out of every Go integer's and float64's
+    range, so go-yaml v2 keeps the scalar as a string; in JSON it stays a number. In an unknown
+    field the pod runs; in an int32 field (containerPort) the kubelet refuses the pod."""
+    from staticpodd.validate import validate_bytes
+    from tests.validate.conftest import NODE
+
+    pod = DEEP_POD.decode()
+    if json_syntax:
+        docs = {
+            "bare": '{"a": ' + _HUGE + "}",
+            "negative": '{"a": -' + _HUGE + "}",
+            "fraction": '{"a": ' + _HUGE + ".5}",
+            "unknown-field": '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, '
+            '"spec": {"containers": []}, "notes": ' + _HUGE + "}",
+        }
+    else:
+        docs = {
+            "bare": f"a: {_HUGE}\n",
+            "negative": f"a: -{_HUGE}\n",
+            "octal": f"a: 0{'7' * 5000}\n",
+            "hex": f"a: 0x{'f' * 5000}\n",
+            "underscores": f"a: 1_{_HUGE}\n",
+            "fraction": f"a: {_HUGE}.5\n",
+            "key": f"{_HUGE}: x\n",
+            "list": f"a: [{_HUGE}, -{_HUGE}]\n",
+            "tagged-int": f"a: !!int {_HUGE}\n",
+            "tagged-str": f"a: !!str {_HUGE}\n",
+            "unknown-field": pod + f"notes: {_HUGE}\n",
+        }
+    datas = [d.encode() for d in docs.values()]
+    results = y2j(datas)
+    problems = []
+    for name, data, go in zip(docs, datas, results, strict=True):
+        verdict, doc, _notes = ours(data)
+        if go["ok"] != (verdict == "ok"):
+            problems.append(f"{name}: Go {'accepts' if go['ok'] else go['error'][:120]}, we say {verdict}")
+        elif go["ok"] and doc != _go_json(go["json"]):
+            problems.append(f"{name}: decoded differently")
+    pods = [_pod_with(v, json_syntax=json_syntax) for v in (_HUGE, "-" + _HUGE)]
+    pods.append(datas[-1])
+    for data, go in zip(pods, y2j(pods), strict=True):
+        findings = validate_bytes(data, "web.yaml", NODE)
+        refused = any(f.code in ("schema-type", "json-syntax", "yaml-syntax") for f in findings)
+        if refused != (not go["pod_ok"]):
+            problems.append(f"pod {data[-60:]!r}: kubelet {'runs' if go['pod_ok'] else go['pod_error'][:120]}; "
+                            f"ours {[f.code for f in findings if f.severity == 'error']}")
+    assert not problems, "\n".join(problems)

@@ -211,7 +211,7 @@ def test_too_large_says_whose_limit_it_is(tmp_path):
     assert f.kubelet == "accepts" and f.strictness
     big = write(tmp_path, "big.yaml", b"#" + b"x" * (10 * 1024 * 1024) + b"\n" + pod())
     (g,) = validate_path(big, NODE)
-    assert "over the kubelet's own 10485760-byte" in g.message and "refuses it" in g.message, g.message
+    assert "the kubelet reads at most 10485759 bytes" in g.message and "refuses the file" in g.message, g.message
     assert g.kubelet == "refuses"
 
 
