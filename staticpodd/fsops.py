@@ -155,8 +155,7 @@ def read_state(path: Path) -> FileState | None:
 def ensure_private_dirs(layout: Layout) -> None:
     """Create ``<manifests>/.staticpodd/{parked,staging,quarantine}`` (0700) when missing.
 
-    Raises FsError when the manifest directory itself is missing or not writable, or one of
-    them is a symlink or another user's (:func:`staticpodd.trust.private_dir`).
+    Raises FsError when the manifest directory itself is missing or not writable.
     """
     if not layout.manifest_dir.is_dir():
         raise FsError(
@@ -164,23 +163,11 @@ def ensure_private_dirs(layout: Layout) -> None:
             path=str(layout.manifest_dir),
             hint="check staticPodPath in /var/lib/kubelet/config.yaml, or pass --manifest-dir",
         )
-    from .trust import private_dir
-
-    # 0700 whatever the umask; one left looser by hand is tightened; a symlink (it could lead out
-    # of the manifest directory) or one another user owns is refused: they could swap a parked copy
     for d in (layout.private_dir, layout.parked_dir, layout.staging_dir, layout.quarantine_dir):
-        private_dir(d, 0o700, what=f"private directory {d.name}")
-
-
-def check_private_dirs(layout: Layout) -> None:
-    """Check the private directories that exist (creating none): each must be a directory of ours
-    (a looser one is tightened to 0700). Raises FsError for a symlink or another user's: it
-    could hold a parked copy swapped for a privileged pod (:func:`staticpodd.trust.private_dir`)."""
-    from .trust import private_dir
-
-    for d in (layout.private_dir, layout.parked_dir, layout.staging_dir, layout.quarantine_dir):
-        if os.path.lexists(d):
-            private_dir(d, 0o700, what=f"private directory {d.name}")
+        try:
+            d.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise FsError(f"cannot create private directory: {exc.strerror}", path=str(d)) from exc
 
 
 def write_staged(layout: Layout, file_name: str, data: bytes, *, mode: int, uid: int, gid: int) -> Path:

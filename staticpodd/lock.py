@@ -115,11 +115,6 @@ class FileLock:
     def held(self) -> bool:
         return self._depth > 0
 
-    @property
-    def depth(self) -> int:
-        """How many times this process holds the lock now (re-entrant): 1 on first acquisition."""
-        return self._depth
-
 
 def open_private(path: Path, *, what: str) -> int:
     """Open (creating) ``path`` read-write for a lock: the file 0600, its directory 0700 when we
@@ -128,9 +123,7 @@ def open_private(path: Path, *, what: str) -> int:
     Returns the descriptor (O_CLOEXEC). Raises FsError naming the path.
     """
     try:
-        from .trust import private_dir
-
-        private_dir(path.parent, 0o755, what=f"directory of the {what}")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise FsError(f"cannot open the {what}: {exc.strerror}", path=str(path),

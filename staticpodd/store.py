@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 import time
 import zlib
 from collections.abc import Iterable, Iterator
@@ -48,7 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import blobcodec
-from .errors import FsError, StoreError, UnknownVersion
+from .errors import StoreError, UnknownVersion
 from .storerows import (
     _SCHEMA,
     _VERSION_COLS,
@@ -154,22 +153,11 @@ class VersionStore:
             raise _store_error(exc, path, "opening it") from exc
 
     def _open_rw(self, path: Path) -> None:
-        from .trust import private_dir, trust_problem
-
-        private_dir(path.parent, 0o700, what="version store's directory")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fresh = not path.exists()
         if fresh:
-            fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
-        else:
-            st = os.lstat(path)
-            problem = trust_problem(st, "the version store") if not stat.S_ISLNK(st.st_mode) else \
-                "the version store is a symlink"
-            if problem:
-                raise FsError(f"{problem}: refusing to use it", path=str(path),
-                              hint="chown root:root and chmod 0600 it, after checking who changed it")
-            if stat.S_IMODE(st.st_mode) & 0o077:
-                os.chmod(path, 0o600)  # it holds every manifest's bytes (flags, sometimes secrets)
         self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -50,58 +50,6 @@ def _finding_problem_keys(findings: Any) -> dict[tuple[str | None, str | None], 
     return keys
 
 
-def _untrusted(layout: Any) -> list[tuple[str, str, str, str]]:
-    """``(code, message, path, severity)`` for each place staticpodd reads back with authority
-    that another user owns or could write (``untrusted-path``: the verbs refuse it), that is ours
-    but looser than staticpodd makes it (``loose-mode``: the next change tightens it), and a
-    version store others can read (``store-readable``: it holds every manifest's bytes)."""
-    import stat as _stat
-
-    from ..trust import loose_for, trust_problem
-
-    out: list[tuple[str, str, str, str]] = []
-    wanted = [(layout.private_dir, 0o700, "private directory"), (layout.parked_dir, 0o700, "parked directory"),
-              (layout.staging_dir, 0o700, "staging directory"), (layout.quarantine_dir, 0o700, "quarantine directory"),
-              (layout.state_dir, 0o700, "state directory"), (layout.run_dir, 0o755, "runtime directory"),
-              (layout.config_path, 0o644, "configuration file"), (layout.hooks_dir, 0o755, "hooks directory")]
-    for path, mode, what in wanted:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if _stat.S_ISLNK(st.st_mode) and what != "configuration file":
-            out.append(("untrusted-path", f"the {what} {path} is a symlink: staticpodd refuses to use it", str(path),
-                        "error"))
-            continue
-        if _stat.S_ISLNK(st.st_mode):
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-        problem = trust_problem(st, f"the {what} {path}")
-        from ..trust import trusted_uids
-
-        if problem and (st.st_uid not in trusted_uids() or what == "configuration file"):
-            out.append(("untrusted-path", f"{problem}: staticpodd refuses it (another user could swap what it "
-                        "holds)", str(path), "error"))
-        elif problem:  # ours, but others could write it: tightened by the next change
-            out.append(("writable-by-others", f"{problem}: another user could have swapped what it holds; the "
-                        f"next change tightens it to {mode:04o}; check its files against history (staticpodctl "
-                        "diff)", str(path), "error"))
-        elif loose_for(st, mode) and what != "configuration file":
-            out.append(("loose-mode", f"the {what} {path} has mode {_stat.S_IMODE(st.st_mode):04o}, looser than "
-                        f"{mode:04o}: the next change tightens it", str(path), "warning"))
-    try:
-        st = os.stat(layout.db_path)
-        if st.st_mode & 0o077:
-            out.append(("store-readable", f"the version store {layout.db_path} has mode "
-                        f"{_stat.S_IMODE(st.st_mode):04o}: other users can read every recorded manifest "
-                        "(chmod 0600; the next change does it)", str(layout.db_path), "warning"))
-    except OSError:
-        pass
-    return out
-
-
 def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
     """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
     directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
@@ -160,7 +108,6 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     unwritable = _unwritable(eng.layout)  # before the store is opened: a read-only one is named
     eng.config  # load it now, so an invalid configuration is reported below  # noqa: B018
     findings = validate_directory(eng.layout.manifest_dir, eng.validate_options())
-    untrusted = _untrusted(eng.layout)  # before anything opens (and so tightens) the store
     st = eng.status()
     daemon = heartbeat(eng.layout)
     problems: list[dict[str, Any]] = []
@@ -174,8 +121,6 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     errors = sum(1 for f in findings if f.severity == "error")
     for code, message, path in unwritable:
         problem(code, message, path=path)
-    for code, message, path, severity in untrusted:
-        problem(code, message, path=path, **({"severity": "warning"} if severity == "warning" else {}))
     now = time.time()
     for r in st["components"]:
         p = r["parked"]

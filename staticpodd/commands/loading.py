@@ -14,7 +14,6 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 
 from .. import __version__
 from ..errors import ConfigError, StaticpodError
@@ -123,19 +122,6 @@ def _manifest_dir_line(path: str, raw: bytes) -> str | None:
 _config_cache: dict[str, Any] = {}
 
 
-def _read_trusted(path: Path) -> str:
-    """The text of a file staticpodd wrote for itself, if only root or we could have written it
-    (not a symlink, our owner, no group/other write). Raises OSError otherwise: the caller then
-    ignores it (the configuration is checked again and the cache rewritten)."""
-    from ..trust import trust_problem
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with open(fd, "rb") as fh:
-        if trust_problem(os.fstat(fh.fileno()), str(path)) or os.fstat(fh.fileno()).st_mode & 0o077:
-            raise PermissionError(1, "not trusted", str(path))
-        return fh.read(1 << 20).decode("utf-8")
-
-
 def checked_config(args: argparse.Namespace, layout: Any) -> Any:
     """The configuration, schema-checked. A config whose bytes were already checked is read
     from a small JSON cache under /run/staticpodd keyed by its sha256, so the fast verbs do not
@@ -163,7 +149,7 @@ def checked_config(args: argparse.Namespace, layout: Any) -> Any:
         digest = None
     if digest is not None:
         try:
-            cached = json.loads(_read_trusted(cache_path))
+            cached = json.loads(cache_path.read_text(encoding="utf-8"))
             if (cached.get("digest") == digest and cached.get("path") == os.path.abspath(path)
                     and cached.get("checked_by") == __version__):  # a new release may check more
                 from ..config import Config
@@ -177,18 +163,14 @@ def checked_config(args: argparse.Namespace, layout: Any) -> Any:
         cfg = load_config(layout, path=explicit)
         if digest is not None:
             try:
-                from ..trust import private_dir
-
-                private_dir(layout.run_dir, 0o755, what="runtime directory")
-                tmp = cache_path.with_name(f".config-checked.{os.getpid()}.{os.urandom(4).hex()}")
-                # 0600 whatever the umask: root acts on what it reads back (wait.crictl is run)
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-                with open(fd, "w", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"path": os.path.abspath(path), "digest": digest,
-                                         "checked_by": __version__, "config": cfg.to_dict()}))
+                layout.run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+                tmp = cache_path.with_name(f".config-checked.{os.getpid()}")
+                tmp.write_text(json.dumps({"path": os.path.abspath(path), "digest": digest,
+                                           "checked_by": __version__, "config": cfg.to_dict()}),
+                               encoding="utf-8")
                 os.replace(tmp, cache_path)
-            except (OSError, StaticpodError):
-                pass  # no cache: the next run checks the configuration again
+            except OSError:
+                pass
     _config_cache[key] = cfg
     return cfg
 

@@ -122,8 +122,6 @@ class EngineCore:
             timeout = DEFAULT_TIMEOUT
         self._lock.acquire(timeout, self._notify)
         try:
-            if self._lock.depth == 1:  # first acquisition: the places that hold parked and staged bytes
-                fsops.check_private_dirs(self.layout)
             if not self._recovered:
                 self._recovered = True
                 self.recover()

@@ -195,7 +195,6 @@ class ParkVerbs(SwapVerbs):
                 raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
                                "nothing was changed", path=str(self._path("parked", fn)),
                                hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
-            self._check_parked_copy_trusted(fn, pst)
             digest = digest_of(pst.data)
             from ..resources import validator_id
 
@@ -358,17 +357,6 @@ class ParkVerbs(SwapVerbs):
                 hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
             )
         return f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
-
-    def _check_parked_copy_trusted(self, fn: str, pst: Any) -> None:
-        """Refuse to start a parked copy another user owns or could have written (the parked
-        directory was left open, and a user swapped it for a privileged pod). Raises FsError."""
-        from ..trust import TRUSTED_HINT, trusted_uids
-
-        if pst.uid not in trusted_uids() or pst.mode & 0o022:
-            raise FsError(
-                f"the parked copy is owned by uid {pst.uid} with mode {pst.mode:04o}: another user could have "
-                "written it; refusing to start it", path=str(self._path("parked", fn)),
-                hint=f"compare it with the recorded version (staticpodctl diff); {TRUSTED_HINT}")
 
     def _live_again(self, comp: str, fn: str, live: Any) -> LiveFileExists:
         """The refusal of an unpark whose live file is back and differs from the parked copy
