@@ -132,6 +132,7 @@ class VersionStore:
         self._old_schema = False  # a read-only schema-2 store: raw blobs, no components table
         #: why it could not be opened read-write (None: asked for read-only, or it was not)
         self._rw_error: BaseException | None = None
+        _check_store_files(path, tighten=not readonly)
         try:
             if not readonly:
                 try:
@@ -153,7 +154,9 @@ class VersionStore:
             raise _store_error(exc, path, "opening it") from exc
 
     def _open_rw(self, path: Path) -> None:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from .trust import ensure_dir
+
+        ensure_dir(path.parent, 0o700, "state directory")
         fresh = not path.exists()
         if fresh:
             fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
@@ -781,3 +784,25 @@ def _is_readonly_error(exc: BaseException, path: Path) -> bool:
     if "i/o" in low and _no_space(path):
         return True
     return not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK)
+
+
+def _check_store_files(path: Path, *, tighten: bool) -> None:
+    """Refuse (Untrusted) a version store, or its ``-wal``/``-shm`` file, that another user owns
+    or could write: its versions are what ``rollback`` and ``unpark`` put live. One of ours that
+    is looser than 0600 (a world-readable store shows every manifest's secrets) is tightened when
+    ``tighten``."""
+    import stat as stat_
+
+    from .trust import owner_mode_problem, untrusted
+
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        mode = stat_.S_IMODE(st.st_mode)
+        bad = owner_mode_problem(st.st_uid, mode)
+        if bad and (st.st_uid != os.geteuid() or not tighten):
+            raise untrusted(p, "version store", bad)
+        if tighten and st.st_uid == os.geteuid() and mode & 0o077 and stat_.S_ISREG(st.st_mode):
+            os.chmod(p, mode & 0o600)

@@ -20,6 +20,11 @@ from pathlib import Path
 
 from .errors import Untrusted
 
+TYPE_CHECKING = False  # typing is for mypy only: the fast verbs import this module
+if TYPE_CHECKING:
+    from typing import Any
+
+
 _WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 
@@ -31,13 +36,17 @@ def trusted_uids() -> tuple[int, ...]:
 
 def problem_of(st: os.stat_result) -> str | None:
     """Why a file with this ``stat`` must not be trusted, or None when it may be."""
-    mode = stat.S_IMODE(st.st_mode)
-    if st.st_uid not in trusted_uids():
-        return f"owned by uid {st.st_uid} (mode {mode:04o}), not by root or uid {os.geteuid()}"
+    return owner_mode_problem(st.st_uid, stat.S_IMODE(st.st_mode))
+
+
+def owner_mode_problem(uid: int, mode: int) -> str | None:
+    """Why a file owned by ``uid`` with permission bits ``mode`` must not be trusted, or None."""
+    if uid not in trusted_uids():
+        return f"owned by uid {uid} (mode {mode:04o}), not by root or uid {os.geteuid()}"
     if mode & _WRITABLE_BY_OTHERS:
         who = "group- and world-writable" if mode & stat.S_IWOTH and mode & stat.S_IWGRP else (
             "world-writable" if mode & stat.S_IWOTH else "group-writable")
-        return f"{who} (owner uid {st.st_uid}, mode {mode:04o})"
+        return f"{who} (owner uid {uid}, mode {mode:04o})"
     return None
 
 
@@ -162,3 +171,35 @@ def write_file(path: Path, data: bytes, mode: int) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
+
+
+def layout_problems(layout: Any) -> list[tuple[str, str, str]]:
+    """For ``doctor``: ``(code, message, path)`` for every directory or file of ``layout`` that is
+    not as staticpodd leaves it. ``untrusted-path``: another user owns it or could write it
+    (staticpodd refuses it); ``loose-mode``: ours but looser than intended (the next write
+    tightens it; a version store others can read shows every manifest's secrets)."""
+    out: list[tuple[str, str, str]] = []
+    dirs = [(layout.manifest_dir, None), (layout.config_dir, None), (layout.run_dir, 0o755),
+            (layout.state_dir, 0o700), (layout.private_dir, 0o700), (layout.parked_dir, 0o700),
+            (layout.staging_dir, 0o700), (layout.quarantine_dir, 0o700), (layout.hooks_dir, None)]
+    files = [(layout.db_path, 0o600), (layout.db_path.with_name(layout.db_path.name + "-wal"), 0o600),
+             (layout.config_path, None), (layout.run_dir / "config-checked.json", 0o644)]
+    for path, mode in dirs + files:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        bits = stat.S_IMODE(st.st_mode)
+        if stat.S_ISLNK(st.st_mode) and path != layout.config_path and path != layout.manifest_dir:
+            out.append(("untrusted-path", f"{path} is a symlink where staticpodd keeps its own "
+                        "directory or file; it is refused", str(path)))
+            continue
+        bad = problem_of(st)
+        if bad:
+            out.append(("untrusted-path", f"{path} is {bad}: another user could have written it, "
+                        "so staticpodd refuses it (make it owned by root, chmod go-w)", str(path)))
+        elif mode is not None and bits & ~mode:
+            what = "readable by other users" if bits & 0o044 and not mode & 0o044 else "looser than intended"
+            out.append(("loose-mode", f"{path} has mode {bits:04o}, {what} (intended {mode:04o}; "
+                        f"chmod {mode:04o} {path}, or the next change tightens it)", str(path)))
+    return out

@@ -132,6 +132,7 @@ class ParkVerbs(SwapVerbs):
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
         with self.nothing_changed_on_error(), self.locked():
+            fsops.ensure_private_dirs(self.layout)  # refuses another user's parked directory
             recovered_note = ""
             try:
                 target = self.resolve(name, allow_recorded=False)
@@ -179,6 +180,11 @@ class ParkVerbs(SwapVerbs):
                 raise self._live_again(comp, fn, live)
             pst = self._state_at("parked", fn)
             assert pst is not None
+            from ..trust import owner_mode_problem, untrusted
+
+            bad = owner_mode_problem(pst.uid, pst.mode)
+            if bad:  # another user could have swapped it for a pod of theirs: never put it live
+                raise untrusted(self._path("parked", fn), "parked copy", bad)
             digest = digest_of(pst.data)
             from ..resources import validator_id
 
