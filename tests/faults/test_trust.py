@@ -141,3 +141,16 @@ def test_a_state_directory_another_user_owns_is_refused(kubeadm, ctl):
     assert run.rc != 0
     assert str(state) in run.err and "owned by uid 65534" in run.err
     assert (kubeadm.manifests / "kube-scheduler.yaml").exists()
+
+
+def test_show_of_a_symlink_to_a_secret_says_what_it_is_and_prints_no_byte_of_it(sandbox, ctl):
+    secret = sandbox.root / "etc/secret-key"
+    secret.write_text("THE-SECRET-BYTES\n")
+    os.chmod(secret, 0o600)
+    (sandbox.manifests / "leak.yaml").symlink_to(secret)
+    for verb in (("show", "leak"), ("diff", "leak")):
+        run = ctl(*verb)
+        assert "THE-SECRET-BYTES" not in run.out + run.err, verb
+    run = ctl("show", "leak")
+    assert run.rc != 0
+    assert f"is a symlink to {secret}, outside the manifest directory" in run.err
