@@ -154,3 +154,30 @@ def test_show_of_a_symlink_to_a_secret_says_what_it_is_and_prints_no_byte_of_it(
     run = ctl("show", "leak")
     assert run.rc != 0
     assert f"is a symlink to {secret}, outside the manifest directory" in run.err
+
+
+FORGED = "drill\nkube-apiserver: parked by root, all good"
+
+
+def test_a_reason_with_a_newline_or_past_the_cap_is_refused_and_changes_nothing(kubeadm, ctl):
+    run = ctl("park", "kube-scheduler", "--reason", FORGED)
+    assert run.rc == 2 and "one line without control characters" in run.err
+    run = ctl("park", "kube-scheduler", "--reason", "x" * 501)
+    assert run.rc == 2 and "at most 500" in run.err
+    assert (kubeadm.manifests / "kube-scheduler.yaml").exists()
+    assert ctl("park", "kube-scheduler", "--reason", "y" * 500).rc == 0
+
+
+def test_a_reason_stored_with_a_newline_is_shown_escaped_on_one_line(kubeadm, ctl):
+    import sqlite3
+
+    assert ctl("park", "kube-scheduler", "--reason", "drill").rc == 0
+    con = sqlite3.connect(kubeadm.root / "var/lib/staticpodd/versions.sqlite3")
+    with con:
+        con.execute("UPDATE parks SET reason = ?", (FORGED,))
+        con.execute("UPDATE versions SET reason = ?", (FORGED,))
+    con.close()
+    for verb in (("status",), ("history", "kube-scheduler")):
+        out = ctl(*verb).out
+        assert "\nkube-apiserver: parked by root" not in out, verb
+        assert "drill\\nkube-apiserver: parked by root, all good" in out, verb
