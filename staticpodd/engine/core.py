@@ -100,7 +100,10 @@ class EngineCore:
     def store(self) -> VersionStore:
         """The version store (opened on first use)."""
         if self._store is None:
-            self._store = VersionStore(self.layout.db_path)
+            # SQLite waits for another connection (a sqlite3 shell, a backup) as long as we wait
+            # for the flock: --lock-timeout bounds both
+            timeout = DEFAULT_TIMEOUT if self._lock_timeout is None else self._lock_timeout
+            self._store = VersionStore(self.layout.db_path, busy_timeout=timeout)
         return self._store
 
     def close(self) -> None:

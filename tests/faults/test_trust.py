@@ -181,3 +181,19 @@ def test_a_reason_stored_with_a_newline_is_shown_escaped_on_one_line(kubeadm, ct
         out = ctl(*verb).out
         assert "\nkube-apiserver: parked by root" not in out, verb
         assert "drill\\nkube-apiserver: parked by root, all good" in out, verb
+
+
+def test_lock_timeout_bounds_the_wait_for_another_sqlite_connection(kubeadm, ctl):
+    import sqlite3
+
+    assert ctl("park", "kube-scheduler").rc == 0
+    other = sqlite3.connect(kubeadm.root / "var/lib/staticpodd/versions.sqlite3", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # a sqlite3 shell or a backup holding the store
+    try:
+        run = ctl("unpark", "kube-scheduler", "--lock-timeout", "1", "--json")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert run.rc == 5, run.out + run.err
+    assert json.loads(run.out)["error"]["code"] == "lock-timeout"
+    assert "gave up after 1 s" in json.loads(run.out)["error"]["message"]  # not SQLite's own 30 s
