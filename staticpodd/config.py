@@ -493,7 +493,36 @@ def load_config(
                 field="kubernetes_version",
                 hint="set one of the supported minors, or remove the key (the newest is used)",
             ) from None
+    _check_textfile_dir(data, node, file, layout_or_path if isinstance(layout_or_path, Layout) else None)
     return Config.from_dict(data, source=str(file), digest=digest)
+
+
+def _check_textfile_dir(data: dict[str, Any], node: Any, file: Path, layout: Layout | None) -> None:
+    """Refuse (ConfigError) a ``metrics.textfile_dir`` that is the manifest directory: the metrics
+    file would sit where the kubelet reads every non-dot file as a pod."""
+    tdir = (data.get("metrics") or {}).get("textfile_dir")
+    if not tdir:
+        return
+    from .layout import DEFAULT_MANIFEST_DIR, under_root
+
+    root = layout.root if layout is not None else Path("/")
+    if data.get("manifest_dir"):
+        mdir = under_root(root, data["manifest_dir"])
+    else:
+        mdir = layout.manifest_dir if layout is not None else under_root(root, DEFAULT_MANIFEST_DIR)
+    if os.path.realpath(under_root(root, tdir)) != os.path.realpath(mdir):
+        return
+    target = _node_at(node, ["metrics", "textfile_dir"])
+    mark = getattr(target, "start_mark", None)
+    raise ConfigError(
+        f"metrics.textfile_dir: {tdir} is the manifest directory; the kubelet would read the metrics file "
+        "there as a pod",
+        path=str(file),
+        line=mark.line + 1 if mark else None,
+        column=mark.column + 1 if mark else None,
+        field="metrics.textfile_dir",
+        hint="point it at node_exporter's textfile directory (/var/lib/prometheus/node-exporter)",
+    )
 
 
 def _locate(node: Any, error: Any, file: Path) -> tuple[str, int | None, int | None, str | None]:

@@ -197,3 +197,16 @@ def test_lock_timeout_bounds_the_wait_for_another_sqlite_connection(kubeadm, ctl
     assert run.rc == 5, run.out + run.err
     assert json.loads(run.out)["error"]["code"] == "lock-timeout"
     assert "gave up after 1 s" in json.loads(run.out)["error"]["message"]  # not SQLite's own 30 s
+
+
+def test_a_metrics_textfile_dir_that_is_the_manifest_directory_is_refused(sandbox):
+    from staticpodd.config import load_config
+    from staticpodd.errors import ConfigError
+    from staticpodd.layout import Layout
+
+    cfg = write_config(sandbox, "metrics:\n  enabled: true\n  textfile_dir: /etc/kubernetes/manifests/\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(Layout.build(sandbox.root))
+    assert caught.value.line == 3 and caught.value.field == "metrics.textfile_dir"
+    assert "the kubelet would read the metrics file there as a pod" in str(caught.value)
+    assert str(cfg) in str(caught.value)
