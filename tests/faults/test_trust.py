@@ -210,3 +210,29 @@ def test_a_metrics_textfile_dir_that_is_the_manifest_directory_is_refused(sandbo
     assert caught.value.line == 3 and caught.value.field == "metrics.textfile_dir"
     assert "the kubelet would read the metrics file there as a pod" in str(caught.value)
     assert str(cfg) in str(caught.value)
+
+
+def engine_for(root: Path):
+    from staticpodd.engine import Engine
+    from staticpodd.engine.model import Actor
+    from staticpodd.journal import Journal
+    from staticpodd.layout import Layout
+
+    return Engine(Layout.build(root), actor=Actor("test", 0), journal=Journal("staticpodd", str(root)))
+
+
+def test_the_quarantine_does_not_follow_a_symlinked_quarantine_directory_out(kubeadm, tmp_path):
+    from staticpodd.errors import FsError
+
+    eng = engine_for(kubeadm.root)
+    eng.scan()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    quarantine = kubeadm.manifests / ".staticpodd/quarantine"
+    quarantine.parent.mkdir(mode=0o700, exist_ok=True)
+    quarantine.symlink_to(outside)
+    stray = kubeadm.manifests / "notes.yaml.bak"
+    stray.write_text("not a pod\n")
+    with pytest.raises(FsError, match="not a directory \\(a symlink or a file\\)"):
+        eng.quarantine("notes.yaml.bak", reason="stray")
+    assert stray.exists() and list(outside.iterdir()) == []
