@@ -304,8 +304,9 @@ def _load_renameat2():  # type: ignore[no-untyped-def]
     return _renameat2
 
 
-def move_noreplace(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst`` on the same mount, failing if ``dst`` exists. fsyncs both dirs.
+def move_noreplace(src: Path, dst: Path, *, sync: bool = True) -> None:
+    """Rename ``src`` to ``dst`` on the same mount, failing if ``dst`` exists. fsyncs both dirs
+    (unless ``sync`` is False: a caller moving many files fsyncs the two directories once after).
 
     Uses ``renameat2(RENAME_NOREPLACE)``; where the C library or filesystem lacks it, falls back to
     ``link`` + ``unlink`` (also never replaces). Raises LiveFileExists when ``dst`` exists, FsError
@@ -336,6 +337,8 @@ def move_noreplace(src: Path, dst: Path) -> None:
             os.unlink(src)
         except OSError as exc:
             raise FsError(f"unlink after link failed: {exc.strerror}", path=str(src)) from exc
+    if not sync:
+        return
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)
