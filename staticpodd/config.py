@@ -454,7 +454,7 @@ def load_config(
             hint="write a finite number, or remove the key for its default",
         )
     if errors:
-        located = [_locate(node, e, file) for e in errors]
+        located = sorted((_locate(node, e, file) for e in errors), key=lambda x: (x[1] or 0, x[2] or 0))
         message, line, column, field_name = located[0]
         if len(located) > 1:
             # Every mistake at once, each with its file, line and field: fixing them one run at a

@@ -116,16 +116,17 @@ def read_trusted(path: Path, what: str, *, limit: int = 1 << 20, follow: bool = 
 
 def ensure_dir(path: Path, mode: int, what: str) -> None:
     """Make ``path`` a directory of ours with exactly ``mode``, whatever the umask: create it
-    (and missing parents with the same mode), tighten it when we own it and it is looser, refuse
+    (missing parents as ``mkdir -p`` would), tighten it when we own it and it is looser, refuse
     it (Untrusted) when another user owns it or it is a symlink. Raises OSError when it cannot be
     created."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        if not path.parent.exists():
-            ensure_dir(path.parent, mode, what)
+        if not path.parent.exists():  # /var/lib, /run in a fresh --root: as mkdir -p makes them
+            os.makedirs(path.parent, 0o755, exist_ok=True)
         try:
             os.mkdir(path, mode)
+            os.chmod(path, mode)  # exactly, whatever the umask took away
         except FileExistsError:
             pass
         st = os.lstat(path)
