@@ -347,6 +347,25 @@ def _describe(error: Any) -> tuple[str, list[Any], str | None]:
     return f"{dotted or '(top level)'}: {error.message}", key_path, None
 
 
+def read_config_bytes(file: Path) -> bytes:
+    """The bytes of the configuration file, refused (ConfigError naming the path, owner and mode)
+    when another user owns it or a group or others may write it, or the same of its directory: the
+    configuration names programs root runs (``wait.crictl``) and the directory root acts on.
+    Raises FileNotFoundError when it does not exist, ConfigError when it cannot be read."""
+    from .errors import Untrusted
+    from .trust import check_path, read_trusted
+
+    try:
+        check_path(file, "configuration file", parents_up_to=file.parent)
+        return read_trusted(file, "configuration file", limit=64 << 20, follow=True)
+    except Untrusted as exc:
+        raise ConfigError(exc.message, path=exc.path, hint=exc.hint) from None
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file: {exc.strerror}", path=str(file)) from exc
+
+
 def load_config(
     layout_or_path: Layout | str | os.PathLike[str] | None = None,
     *,
@@ -369,7 +388,7 @@ def load_config(
 
     file, explicit = _resolve_path(layout_or_path, path)
     try:
-        raw = file.read_bytes()
+        raw = read_config_bytes(file)
     except FileNotFoundError:
         if explicit:
             raise ConfigError("configuration file not found", path=str(file)) from None
@@ -437,21 +456,27 @@ def load_config(
             hint="write a finite number, or remove the key for its default",
         )
     if errors:
-        first = errors[0]
-        message, key_path, extra_key = _describe(first)
-        target = _key_node(node, key_path, extra_key) if extra_key else _node_at(node, key_path)
-        mark = getattr(target, "start_mark", None)
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        field_name = ".".join(str(k) for k in key_path + ([extra_key] if extra_key else [])) or None
+        located = sorted((_locate(node, e, file) for e in errors), key=lambda x: (x[1] or 0, x[2] or 0))
+        message, line, column, field_name = located[0]
+        if len(located) > 1:
+            # Every mistake at once, each with its file, line and field: fixing them one run at a
+            # time is what an operator at 3 a.m. should not have to do.
+            others = "; ".join(
+                f"{file}:{ln or '?'}{f':{col}' if col else ''}: {msg}" for msg, ln, col, _f in located[1:]
+            )
+            message = f"{message} (and {len(located) - 1} more: {others})"
         raise ConfigError(
-            message + more,
+            message,
             path=str(file),
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
+            line=line,
+            column=column,
             field=field_name,
             hint="every key and its default: /usr/share/doc/staticpodd/examples/staticpodd.example.yaml "
             "(packages) or schemas/staticpodd.example.yaml (source)",
-            details={"problems": [_describe(e)[0] for e in errors]},
+            details={"problems": [
+                {"message": msg, "path": str(file), "line": ln, "column": col, "field": f}
+                for msg, ln, col, f in located
+            ]},
         )
     version = data.get("kubernetes_version")
     if version is not None:  # the schema checks the form; only the validator knows its minors
@@ -470,7 +495,46 @@ def load_config(
                 field="kubernetes_version",
                 hint="set one of the supported minors, or remove the key (the newest is used)",
             ) from None
+    _check_textfile_dir(data, node, file, layout_or_path if isinstance(layout_or_path, Layout) else None)
     return Config.from_dict(data, source=str(file), digest=digest)
+
+
+def _check_textfile_dir(data: dict[str, Any], node: Any, file: Path, layout: Layout | None) -> None:
+    """Refuse (ConfigError) a ``metrics.textfile_dir`` that is the manifest directory: the metrics
+    file would sit where the kubelet reads every non-dot file as a pod."""
+    tdir = (data.get("metrics") or {}).get("textfile_dir")
+    if not tdir:
+        return
+    from .layout import DEFAULT_MANIFEST_DIR, under_root
+
+    root = layout.root if layout is not None else Path("/")
+    if data.get("manifest_dir"):
+        mdir = under_root(root, data["manifest_dir"])
+    else:
+        mdir = layout.manifest_dir if layout is not None else under_root(root, DEFAULT_MANIFEST_DIR)
+    if os.path.realpath(under_root(root, tdir)) != os.path.realpath(mdir):
+        return
+    target = _node_at(node, ["metrics", "textfile_dir"])
+    mark = getattr(target, "start_mark", None)
+    raise ConfigError(
+        f"metrics.textfile_dir: {tdir} is the manifest directory; the kubelet would read the metrics file "
+        "there as a pod",
+        path=str(file),
+        line=mark.line + 1 if mark else None,
+        column=mark.column + 1 if mark else None,
+        field="metrics.textfile_dir",
+        hint="point it at node_exporter's textfile directory (/var/lib/prometheus/node-exporter)",
+    )
+
+
+def _locate(node: Any, error: Any, file: Path) -> tuple[str, int | None, int | None, str | None]:
+    """One schema error as ``(message, line, column, field)``: 1-based line and column of the key
+    or value in ``file``'s YAML ``node`` (None when unknown), the dotted field path."""
+    message, key_path, extra_key = _describe(error)
+    target = _key_node(node, key_path, extra_key) if extra_key else _node_at(node, key_path)
+    mark = getattr(target, "start_mark", None)
+    field_name = ".".join(str(k) for k in key_path + ([extra_key] if extra_key else [])) or None
+    return message, (mark.line + 1 if mark else None), (mark.column + 1 if mark else None), field_name
 
 
 def _check_duplicate_keys(node: Any, file: Path) -> None:

@@ -229,3 +229,10 @@ class FsError(StaticpodError):
 
     code = "fs-error"
     exit_status = EXIT_FAILURE
+
+
+class Untrusted(FsError):
+    """A file or directory read back with root's authority could have been written by another
+    user: it is owned by someone other than root or the caller, or a group or others may write it."""
+
+    code = "untrusted-path"

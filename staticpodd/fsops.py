@@ -155,7 +155,8 @@ def read_state(path: Path) -> FileState | None:
 def ensure_private_dirs(layout: Layout) -> None:
     """Create ``<manifests>/.staticpodd/{parked,staging,quarantine}`` (0700) when missing.
 
-    Raises FsError when the manifest directory itself is missing or not writable.
+    Raises FsError when the manifest directory itself is missing or not writable, Untrusted (an
+    FsError) when one of them is another user's, a symlink or not a directory.
     """
     if not layout.manifest_dir.is_dir():
         raise FsError(
@@ -163,9 +164,14 @@ def ensure_private_dirs(layout: Layout) -> None:
             path=str(layout.manifest_dir),
             hint="check staticPodPath in /var/lib/kubelet/config.yaml, or pass --manifest-dir",
         )
+    from .trust import ensure_dir
+
+    # Exactly 0700 and ours whatever the umask: a user who could write here could swap a parked
+    # copy or a staging file for a pod of their own, which root would then put live. One of ours
+    # left looser is tightened; one owned by another user is refused (Untrusted).
     for d in (layout.private_dir, layout.parked_dir, layout.staging_dir, layout.quarantine_dir):
         try:
-            d.mkdir(mode=0o700, exist_ok=True)
+            ensure_dir(d, 0o700, "private directory")
         except OSError as exc:
             raise FsError(f"cannot create private directory: {exc.strerror}", path=str(d)) from exc
 
@@ -317,8 +323,9 @@ def _load_renameat2():  # type: ignore[no-untyped-def]
     return _renameat2
 
 
-def move_noreplace(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst`` on the same mount, failing if ``dst`` exists. fsyncs both dirs.
+def move_noreplace(src: Path, dst: Path, *, sync: bool = True) -> None:
+    """Rename ``src`` to ``dst`` on the same mount, failing if ``dst`` exists. fsyncs both dirs
+    (unless ``sync`` is False: a caller moving many files fsyncs the two directories once after).
 
     Uses ``renameat2(RENAME_NOREPLACE)``; where the C library or filesystem lacks it, falls back to
     ``link`` + ``unlink`` (also never replaces). Raises LiveFileExists when ``dst`` exists, FsError
@@ -349,6 +356,8 @@ def move_noreplace(src: Path, dst: Path) -> None:
             os.unlink(src)
         except OSError as exc:
             raise FsError(f"unlink after link failed: {exc.strerror}", path=str(src)) from exc
+    if not sync:
+        return
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)

@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import blobcodec
-from .errors import StoreError, UnknownVersion
+from .errors import LockTimeout, StoreError, UnknownVersion
 from .storerows import (
     _SCHEMA,
     _VERSION_COLS,
@@ -86,13 +86,27 @@ _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore", "discard")
 
 
-def _store_error(exc: BaseException, path: Path, doing: str) -> StoreError:
-    """A clear StoreError for a failed SQLite (or OS) call: full disk, read-only, locked, corrupt."""
+class StoreLocked(StoreError):
+    """Another SQLite connection (a ``sqlite3`` shell, a backup) held the version store past the
+    lock timeout: the same code and exit status as the flock's LockTimeout."""
+
+    code = LockTimeout.code
+    exit_status = LockTimeout.exit_status
+
+
+def _store_error(exc: BaseException, path: Path, doing: str, busy_timeout: float | None = None) -> StoreError:
+    """A clear StoreError for a failed SQLite (or OS) call: full disk, read-only, locked, corrupt.
+    A store another connection kept locked past ``busy_timeout`` seconds is a StoreLocked."""
     import errno
 
     text = str(exc)
     low = text.lower()
     err = getattr(exc, "errno", None)
+    if "database is locked" in low or "database is busy" in low or "database table is locked" in low:
+        waited = f"gave up after {busy_timeout:g} s" if busy_timeout is not None else "gave up"
+        return StoreLocked(
+            f"another connection holds the version store while {doing} (a sqlite3 shell or a backup?); {waited}",
+            path=str(path), hint="wait for it to finish, or raise --lock-timeout; never delete the store")
     if "full" in low or err in (errno.ENOSPC, errno.EDQUOT) or ("i/o" in low and _no_space(path)):
         what = "the disk holding the version store is full"
         hint = "free space on that filesystem, then run: staticpodctl recover"
@@ -126,12 +140,15 @@ class VersionStore:
     returns and its DDL are in :mod:`staticpodd.storerows`.
     """
 
-    def __init__(self, path: Path, *, readonly: bool | None = None) -> None:
+    def __init__(self, path: Path, *, readonly: bool | None = None, busy_timeout: float = 30.0) -> None:
         self.path = path
+        #: seconds SQLite waits for another connection's lock (the lock timeout: --lock-timeout)
+        self.busy_timeout = busy_timeout
         self.readonly = bool(readonly)
         self._old_schema = False  # a read-only schema-2 store: raw blobs, no components table
         #: why it could not be opened read-write (None: asked for read-only, or it was not)
         self._rw_error: BaseException | None = None
+        _check_store_files(path, tighten=not readonly)
         try:
             if not readonly:
                 try:
@@ -150,15 +167,17 @@ class VersionStore:
                 hint="check the file; a copy can be inspected with sqlite3; never delete it blindly",
             ) from exc
         except OSError as exc:
-            raise _store_error(exc, path, "opening it") from exc
+            raise _store_error(exc, path, "opening it", self.busy_timeout) from exc
 
     def _open_rw(self, path: Path) -> None:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from .trust import ensure_dir
+
+        ensure_dir(path.parent, 0o700, "state directory")
         fresh = not path.exists()
         if fresh:
             fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
-        self._db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+        self._db = sqlite3.connect(str(path), timeout=self.busy_timeout, isolation_level=None)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
@@ -176,7 +195,8 @@ class VersionStore:
 
         last: Exception | None = None
         for flags in ("mode=ro", "immutable=1"):
-            db = sqlite3.connect(f"file:{quote(str(path))}?{flags}", uri=True, timeout=30.0, isolation_level=None)
+            db = sqlite3.connect(f"file:{quote(str(path))}?{flags}", uri=True, timeout=self.busy_timeout,
+                                 isolation_level=None)
             try:
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -288,7 +308,7 @@ class VersionStore:
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise _store_error(exc, self.path, "starting a transaction") from exc
+            raise _store_error(exc, self.path, "starting a transaction", self.busy_timeout) from exc
         try:
             yield self._db
         except BaseException as exc:
@@ -297,7 +317,7 @@ class VersionStore:
             except sqlite3.Error:
                 pass  # SQLite may have rolled back already (a full disk does)
             if isinstance(exc, sqlite3.Error):
-                raise _store_error(exc, self.path, "writing") from exc
+                raise _store_error(exc, self.path, "writing", self.busy_timeout) from exc
             raise
         try:
             self._db.execute("COMMIT")
@@ -306,7 +326,7 @@ class VersionStore:
                 self._db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-            raise _store_error(exc, self.path, "committing") from exc
+            raise _store_error(exc, self.path, "committing", self.busy_timeout) from exc
 
     # -- versions ---------------------------------------------------------------------------
 
@@ -744,7 +764,8 @@ def _guard(name: str, fn: Any) -> Any:
         try:
             return fn(self, *args, **kwargs)
         except sqlite3.Error as exc:
-            raise _store_error(exc, self.path, f"{'reading' if name in _READS else 'writing'} ({name})") from exc
+            raise _store_error(exc, self.path, f"{'reading' if name in _READS else 'writing'} ({name})",
+                               self.busy_timeout) from exc
 
     return wrapper
 
@@ -781,3 +802,25 @@ def _is_readonly_error(exc: BaseException, path: Path) -> bool:
     if "i/o" in low and _no_space(path):
         return True
     return not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK)
+
+
+def _check_store_files(path: Path, *, tighten: bool) -> None:
+    """Refuse (Untrusted) a version store, or its ``-wal``/``-shm`` file, that another user owns
+    or could write: its versions are what ``rollback`` and ``unpark`` put live. One of ours that
+    is looser than 0600 (a world-readable store shows every manifest's secrets) is tightened when
+    ``tighten``."""
+    import stat as stat_
+
+    from .trust import owner_mode_problem, untrusted
+
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        mode = stat_.S_IMODE(st.st_mode)
+        bad = owner_mode_problem(st.st_uid, mode)
+        if bad and (st.st_uid != os.geteuid() or not tighten):
+            raise untrusted(p, "version store", bad)
+        if tighten and st.st_uid == os.geteuid() and mode & 0o077 and stat_.S_ISREG(st.st_mode):
+            os.chmod(p, mode & 0o600)

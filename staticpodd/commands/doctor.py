@@ -9,7 +9,7 @@ import time
 from ..errors import EXIT_FAILURE, EXIT_OK
 from ..termsafe import shell_word
 from .health import heartbeat
-from .loading import build_engine, config_problems
+from .loading import build_engine, build_layout, config_problems
 from .output import PROG, Out
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
@@ -101,8 +101,12 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     directory) and the daemon: down while its unit is enabled, stuck, or reporting problems of
     its own (its heartbeat's problems are listed too, once each, so doctor's count and the
     daemon's agree). Exit 0 when nothing is wrong, 1 otherwise."""
+    from ..trust import layout_problems
     from ..validate import validate_directory
 
+    # Before the engine opens (and tightens) anything: what another user could write, or read,
+    # is reported as it was found.
+    trust_problems = layout_problems(build_layout(args))
     eng = build_engine(args)
     eng.check_manifest_dir()  # a missing directory is the one problem doctor cannot look past
     unwritable = _unwritable(eng.layout)  # before the store is opened: a read-only one is named
@@ -119,7 +123,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     for f in findings:
         out.say(f.format())
     errors = sum(1 for f in findings if f.severity == "error")
-    for code, message, path in unwritable:
+    for code, message, path in unwritable + trust_problems:
         problem(code, message, path=path)
     now = time.time()
     for r in st["components"]:

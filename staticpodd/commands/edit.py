@@ -34,7 +34,7 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
         with eng.locked():  # record the bytes being edited first: a write meanwhile is then a version after them
             fsops.ensure_private_dirs(eng.layout)
             eng.scan(None)
-        target, data, loc = eng.current_bytes(args.component)
+        target, data, loc = eng.current_bytes(args.component, for_display=True)
         base = digest_of(data)
         edit_root = eng.layout.run_dir / "edit"
         try:

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ..errors import EXIT_FAILURE, EXIT_OK, StaticpodError, UsageError
-from ..termsafe import note_names, shell_word
+from ..termsafe import note_names, one_line, shell_word
 from .loading import build_engine
 from .output import Out
 
@@ -40,7 +40,8 @@ def cmd_history(args: argparse.Namespace, out: Out) -> int:
             mark = "*" if v.digest == current and v is versions[-1] else " "
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(v.created_at))
             actor = v.actor + (f" ({v.actor_via})" if v.actor_via else "")
-            out.say(f"{mark} {v.seq:>4}  {when:<20} {v.action:<9} {actor:<18} {v.digest[:12]:<12}  {v.reason or ''}")
+            reason = one_line(v.reason or "")  # stored before reasons were checked, or by hand
+            out.say(f"{mark} {v.seq:>4}  {when:<20} {v.action:<9} {actor:<18} {v.digest[:12]:<12}  {reason}")
         if current is not None and versions[-1].digest != current:
             if loc == "parked":  # no file is live: the kubelet runs nothing from it
                 out.say(f"  the parked copy ({current[:12]}) differs from the newest version: changed while parked, "

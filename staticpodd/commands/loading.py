@@ -130,14 +130,18 @@ def checked_config(args: argparse.Namespace, layout: Any) -> Any:
     if key in _config_cache:
         return _config_cache[key]
     import hashlib
+    from pathlib import Path
+
+    from ..trust import check_path, ensure_dir, read_trusted, write_file
 
     explicit = getattr(args, "config", None)
     path = explicit if explicit else str(layout.config_path)
     cache_path = layout.run_dir / "config-checked.json"
     cfg = None
+    from ..config import read_config_bytes
+
     try:
-        with open(path, "rb") as fh:
-            digest = hashlib.sha256(fh.read()).hexdigest()
+        digest = hashlib.sha256(read_config_bytes(Path(path))).hexdigest()
     except FileNotFoundError:
         if not explicit:  # no config file: all documented defaults
             from ..config import Config
@@ -145,17 +149,19 @@ def checked_config(args: argparse.Namespace, layout: Any) -> Any:
             _config_cache[key] = Config.default()
             return _config_cache[key]
         digest = None
-    except OSError:
-        digest = None
+    except ConfigError:
+        digest = None  # load_config below says what is wrong, the same way the daemon does
     if digest is not None:
         try:
-            cached = json.loads(cache_path.read_text(encoding="utf-8"))
+            # The cache decides what root runs (wait.crictl): read it only when root or we wrote
+            # it and no one else could have (a file left by a umask 000 run is passed over).
+            cached = json.loads(read_trusted(cache_path, "checked-configuration cache").decode("utf-8"))
             if (cached.get("digest") == digest and cached.get("path") == os.path.abspath(path)
                     and cached.get("checked_by") == __version__):  # a new release may check more
                 from ..config import Config
 
                 cfg = Config.from_dict(cached["config"], source=path, digest=digest)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, StaticpodError):
             cfg = None
     if cfg is None:
         from ..config import load_config
@@ -163,14 +169,13 @@ def checked_config(args: argparse.Namespace, layout: Any) -> Any:
         cfg = load_config(layout, path=explicit)
         if digest is not None:
             try:
-                layout.run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
-                tmp = cache_path.with_name(f".config-checked.{os.getpid()}")
-                tmp.write_text(json.dumps({"path": os.path.abspath(path), "digest": digest,
-                                           "checked_by": __version__, "config": cfg.to_dict()}),
-                               encoding="utf-8")
-                os.replace(tmp, cache_path)
-            except OSError:
-                pass
+                ensure_dir(layout.run_dir, 0o755, "run directory")
+                check_path(layout.run_dir, "run directory")
+                write_file(cache_path, json.dumps({"path": os.path.abspath(path), "digest": digest,
+                                                   "checked_by": __version__, "config": cfg.to_dict()}
+                                                  ).encode("utf-8"), 0o644)
+            except (OSError, StaticpodError):
+                pass  # only a cache: the next run checks the configuration again
     _config_cache[key] = cfg
     return cfg
 

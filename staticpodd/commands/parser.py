@@ -112,6 +112,25 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: The longest ``--reason`` kept: a sentence or two for ``status`` and ``history``, not a file.
+REASON_MAX = 500
+REASON_HELP = f"why (recorded and logged; one line, at most {REASON_MAX} characters)"
+
+
+def _reason(text: str) -> str:
+    """argparse type: a reason of one printable line, at most :data:`REASON_MAX` characters. A
+    newline or an escape sequence would forge lines of ``status`` and ``history`` for whoever
+    reads them later."""
+    from ..termsafe import has_control, shown_name
+
+    if has_control(text):
+        raise argparse.ArgumentTypeError(
+            f"must be one line without control characters (newline, tab, escape): {shown_name(text)[:80]!r}")
+    if len(text) > REASON_MAX:
+        raise argparse.ArgumentTypeError(f"is {len(text)} characters long; at most {REASON_MAX} are kept")
+    return text
+
+
 class LazyHandler:
     """A verb's handler as ``args.handler``: ``staticpodd.commands.<module>.<name>``, imported on
     the call, so that parsing imports no command module (start-up cost, issue 14). Called as the
@@ -195,7 +214,7 @@ def _park(p: argparse.ArgumentParser, wait: bool) -> None:
                       help="restore it automatically after DURATION (90s, 30m, 2h, 1h30m; a plain number is seconds; "
                       "the daemon does the restore)")
     when.add_argument("--until", metavar="TIME", help="restore it at TIME (ISO 8601, e.g. 2030-01-31T06:00Z)")
-    p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--reason", type=_reason, help=REASON_HELP)
     if wait:
         _wait_args(p, "park")
     p.set_defaults(handler=LazyHandler("park", "cmd_park"))
@@ -204,7 +223,7 @@ def _park(p: argparse.ArgumentParser, wait: bool) -> None:
 @_verb("unpark", "put a parked component back at the same path, byte-identical")
 def _unpark(p: argparse.ArgumentParser, wait: bool) -> None:
     p.add_argument("component", help="component name (kube-scheduler) or file name")
-    p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--reason", type=_reason, help=REASON_HELP)
     p.add_argument("--discard", action="store_true",
                    help="end the park without starting anything: delete the parked copy (its bytes stay in "
                    "history), e.g. a parked leftover .bak")
@@ -217,7 +236,7 @@ def _unpark(p: argparse.ArgumentParser, wait: bool) -> None:
 def _apply(p: argparse.ArgumentParser, wait: bool) -> None:
     p.add_argument("file", help="the new manifest (any name; - for stdin, with --as)")
     p.add_argument("--as", dest="as_", metavar="COMPONENT", help="the component it replaces (default: file stem)")
-    p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--reason", type=_reason, help=REASON_HELP)
     p.add_argument("--check", action="store_true", help="change nothing; say what would change")
     p.add_argument("--diff", action="store_true", help="show the diff; alone it changes nothing, like --check")
     p.add_argument("--detailed-exitcode", action="store_true",
@@ -233,7 +252,7 @@ def _apply(p: argparse.ArgumentParser, wait: bool) -> None:
 @_verb("edit", "edit a component in $VISUAL/$EDITOR on a staged copy; validated before the swap")
 def _edit(p: argparse.ArgumentParser, wait: bool) -> None:
     p.add_argument("component", help="component name (kube-apiserver) or file name")
-    p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--reason", type=_reason, help=REASON_HELP)
     p.add_argument("--rename", action="store_true",
                    help="allow the edit to change the pod's metadata.name/namespace")
     if wait:
@@ -273,7 +292,7 @@ def _rollback(p: argparse.ArgumentParser, wait: bool) -> None:
     p.add_argument("component", help="component name or file name")
     p.add_argument("--to", type=int, metavar="N",
                    help="version to restore (default: the newest version whose bytes differ from the current file)")
-    p.add_argument("--reason", help="why (recorded and logged)")
+    p.add_argument("--reason", type=_reason, help=REASON_HELP)
     p.add_argument("--check", action="store_true", help="change nothing; say what would change")
     if wait:
         _wait_args(p, "rollback")

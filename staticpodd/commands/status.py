@@ -6,7 +6,7 @@ import argparse
 import time
 
 from ..errors import EXIT_OK
-from ..termsafe import note_names, shell_word
+from ..termsafe import note_names, one_line, shell_word
 from .health import heartbeat
 from .loading import build_engine
 from .output import PROG, Out, ago
@@ -82,7 +82,7 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
                     left = until - now
                     text += f", until {p['until']} (" + (f"{ago(left)} left" if left > 0 else "OVERDUE") + ")"
                 if p["reason"]:
-                    text += f": {p['reason']}"
+                    text += f": {one_line(p['reason'])}"  # stored before reasons were checked
                 if r["state"] == "missing":
                     text = "PARKED COPY MISSING; " + text
                 notes.append(text)

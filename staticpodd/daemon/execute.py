@@ -91,15 +91,31 @@ class ExecuteMixin(WriterHoldsMixin):
         restored: set[str] = set()
         # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
         # and the engine refuses to restore or unpark a file while another one defines its pod.
-        # A file being restored is never quarantined (plan_findings' ``protect``, and below).
+        # A file being restored is never quarantined (plan_findings' ``protect``).
         order = {"quarantine": 0, "restore": 1}
+        busy = self._busy_names()
+        strays = [a for a in plan.actions if a.verb == "quarantine" and a.file_name not in busy
+                  and a.file_name not in held]
+        if strays:  # all at once: one lock, one scan, one transaction (one each took N² stats)
+            pods = {a.target: self._pod_defined_by(a.target) for a in strays}
+            try:
+                done = self.engine.quarantine_many([a.target for a in strays], reason=strays[0].reason,
+                                                   reasons={a.target: a.reason for a in strays})
+            except StaticpodError as exc:
+                done = {a.target: exc for a in strays}
+            for a in strays:
+                result, pod = done.get(a.target), pods[a.target]
+                if isinstance(result, StaticpodError):
+                    self._action_failed(a, result)
+                elif result is not None and pod is not None:
+                    self._readd_after_quarantine(a.target, pod)
         for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
-            if a.verb in ("restore", "quarantine") and (a.file_name in self._busy_names() or a.file_name in held):
+            if a.verb == "quarantine":
+                continue  # done above
+            if a.verb == "restore" and (a.file_name in self._busy_names() or a.file_name in held):
                 # written again since we looked, or still open for writing: never act on a file
                 # someone is writing; the debounced hint (or the re-check) brings it back here
                 continue
-            if a.verb == "quarantine" and a.file_name in restored:
-                continue  # a component's manifest just put back: never moved out of sight
             try:
                 if a.verb == "restore":
                     # the bytes judged invalid in this pass (the scan's observation): the engine
@@ -109,11 +125,6 @@ class ExecuteMixin(WriterHoldsMixin):
                                                         judged_digest=_get(judged, "digest") or "")
                     restored.add(a.file_name or "")
                     self._log_restored(a, res)
-                elif a.verb == "quarantine":
-                    pod = self._pod_defined_by(a.target)
-                    self.engine.quarantine(a.target, reason=a.reason)
-                    if pod is not None:
-                        self._readd_after_quarantine(a.target, pod)
                 elif a.verb == "unpark":
                     self.engine.unpark(a.target, reason=a.reason)
             except StaticpodError as exc:

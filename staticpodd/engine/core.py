@@ -100,7 +100,10 @@ class EngineCore:
     def store(self) -> VersionStore:
         """The version store (opened on first use)."""
         if self._store is None:
-            self._store = VersionStore(self.layout.db_path)
+            # SQLite waits for another connection (a sqlite3 shell, a backup) as long as we wait
+            # for the flock: --lock-timeout bounds both
+            timeout = DEFAULT_TIMEOUT if self._lock_timeout is None else self._lock_timeout
+            self._store = VersionStore(self.layout.db_path, busy_timeout=timeout)
         return self._store
 
     def close(self) -> None:
@@ -397,17 +400,37 @@ class EngineCore:
         base = self.layout.manifest_dir if location == "live" else self.layout.parked_dir
         return fsops.read_state(base / file_name)
 
+    def _refuse_link_out(self, path: Path) -> None:
+        """Raise FsError when ``path`` is a symlink that resolves outside the manifest directory
+        (or does not resolve), naming where it points; return when it is not such a link."""
+        if not os.path.islink(path):
+            return
+        where = os.readlink(path)
+        real = os.path.realpath(path)
+        home = os.path.realpath(self.layout.manifest_dir)
+        if real == home or not real.startswith(home + os.sep) or not os.path.isfile(real):
+            raise FsError(
+                f"is a symlink to {where}, outside the manifest directory: its bytes are not shown",
+                path=str(path),
+                hint=f"look at the target yourself if you mean to (ls -l {path}); the kubelet reads it as a pod",
+            )
+
     def _path(self, location: str, file_name: str) -> Path:
         return (self.layout.manifest_dir if location == "live" else self.layout.parked_dir) / file_name
 
-    def current_bytes(self, name: str) -> tuple[Target, bytes, str]:
+    def current_bytes(self, name: str, *, for_display: bool = False) -> tuple[Target, bytes, str]:
         """``(target, bytes, location)`` of a component's file as it is now (live, else parked).
 
-        Raises UnknownComponent when it has no file.
+        ``for_display``: the bytes are to be shown to whoever asks (``show``, ``diff``, ``edit``),
+        so a symlink whose target lies outside the manifest directory is not followed (a link to
+        /etc/shadow would print it); FsError says what the link is instead.
+        Raises UnknownComponent when it has no file, FsError as said.
         """
         target = self.resolve(name)
         for loc in ("live", "parked"):
             if (loc == "live" and target.live) or (loc == "parked" and target.parked):
+                if for_display:
+                    self._refuse_link_out(self._path(loc, target.file_name))
                 st = self._state_at(loc, target.file_name)
                 if st is not None:
                     return target, st.data, loc

@@ -145,6 +145,7 @@ class ParkVerbs(SwapVerbs):
         InvalidManifest, Conflict (another file defines the same pod), HookFailed, LockTimeout.
         """
         with self.nothing_changed_on_error(), self.locked():
+            fsops.ensure_private_dirs(self.layout)  # refuses another user's parked directory
             recovered_note = ""
             try:
                 target = self.resolve(name, allow_recorded=False)
@@ -195,6 +196,11 @@ class ParkVerbs(SwapVerbs):
                 raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
                                "nothing was changed", path=str(self._path("parked", fn)),
                                hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
+            from ..trust import owner_mode_problem, untrusted
+
+            bad = owner_mode_problem(pst.uid, pst.mode)
+            if bad:  # another user could have swapped it for a pod of theirs: never put it live
+                raise untrusted(self._path("parked", fn), "parked copy", bad)
             digest = digest_of(pst.data)
             from ..resources import validator_id
 

@@ -39,7 +39,7 @@ class QueryVerbs(EngineCore):
         """
         comp_name, seq = split_at(spec)
         if seq is None:
-            target, data, loc = self.current_bytes(comp_name)
+            target, data, loc = self.current_bytes(comp_name, for_display=True)
             head = self.store.head(target.component) if self.layout.db_path.exists() else None
             v = head if head is not None and head.digest == digest_of(data) else None
             return v, data, f"{target.file_name} ({loc})"
@@ -61,7 +61,7 @@ class QueryVerbs(EngineCore):
         da = self.store.data(va.digest)
         if b is None:
             try:
-                _, db, loc = self.current_bytes(comp)
+                _, db, loc = self.current_bytes(comp, for_display=True)
                 label_b = f"{target.file_name} ({loc})"
             except UnknownComponent:
                 db, label_b = None, "(no file)"
