@@ -261,6 +261,17 @@ def test_apply_to_a_parked_component_updates_the_parked_copy_and_keeps_it_parked
     assert (kubeadm.manifests / SCHED).read_bytes() == src.read_bytes()
 
 
+def test_an_apply_to_a_parked_component_survives_the_loss_of_the_parked_copy(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.parked / SCHED).read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    assert ctl("apply", str(src)).rc == 0
+    (kubeadm.parked / SCHED).unlink()  # the parked copy is lost
+    r = ctl("unpark", "kube-scheduler")
+    assert r.rc == 0, r.err
+    assert (kubeadm.manifests / SCHED).read_bytes() == src.read_bytes()  # the applied bytes, not the pre-apply ones
+
+
 def write_editor(tmp_path: Path, body: str) -> str:
     script = tmp_path / "editor.py"
     script.write_text(f"import sys\np = sys.argv[1]\n{body}\n")
