@@ -309,7 +309,8 @@ def _auto_rollback(
                 (v.seq for v in reversed(eng.store.history(comp)) if v.digest == res.previous_digest),
                 None,
             )
-            rb = eng.rollback(comp, to=seq, reason=reason)
+            # the bytes in force right before this apply: back to their pod even across a --rename
+            rb = eng.rollback(comp, to=seq, reason=reason, rename=True)
             what = f"{comp}: put version {seq} back" if seq is not None else f"{comp}: rolled back"
     except StaticpodError as exc:
         out.warn(f"staticpodctl: automatic rollback of {comp} FAILED: {exc}")

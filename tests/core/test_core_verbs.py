@@ -574,7 +574,8 @@ def test_apply_refuses_bytes_that_turn_a_component_into_another_pod_unless_renam
     assert (kubeadm.manifests / SCHED).read_bytes() == before
     r = ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename", "--json")
     assert r.rc == 0 and r.json()["changed"] is True
-    assert ctl("rollback", "kube-scheduler").rc == 0  # rollback puts recorded bytes back: never asks
+    assert ctl("rollback", "kube-scheduler").rc == 4  # back to another pod: asks, as apply does
+    assert ctl("rollback", "kube-scheduler", "--rename").rc == 0
     assert (kubeadm.manifests / SCHED).read_bytes() == before
 
 
@@ -773,7 +774,7 @@ def test_a_parked_pod_cannot_come_back_through_another_file_unnoticed(kubeadm, c
     assert any(p["code"] == "park-bypassed" and "ks.yaml" in p["message"] for p in d.json()["problems"])
 
 
-def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollback_warns(kubeadm, ctl, corpus,
+def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollback_refuses(kubeadm, ctl, corpus,
                                                                                        tmp_path) -> None:
     keepalived = corpus / "manifests" / "06-kubeadm-docs-keepalived.yaml"
     assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0
@@ -784,7 +785,10 @@ def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollba
     assert r.rc == 0 and r.json()["rolled_back_to"] == 3
     assert r.json()["msg"] == "kube-scheduler: rolled back to version 3 (recorded as version 5)"
     assert ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename").rc == 0
-    r = ctl("rollback", "kube-scheduler", "--json")
+    r = ctl("rollback", "kube-scheduler", "--json")  # back to another pod: refused as apply refuses it
+    assert r.rc == 4 and "the kubelet would stop" in r.json()["error"]["message"]
+    assert "--rename" in r.json()["error"]["hint"]
+    r = ctl("rollback", "kube-scheduler", "--rename", "--json")
     assert r.rc == 0 and [w["code"] for w in r.json()["warnings"]] == ["pod-renamed"]
     ns = tmp_path / "ns.yaml"
     ns.write_bytes((kubeadm.manifests / SCHED).read_bytes().replace(b"namespace: kube-system", b"namespace: other"))
