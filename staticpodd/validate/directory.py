@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from staticpodd.hostclaims import claims_clash
+from staticpodd.hostclaims import admission_clash, claims_clash
 from staticpodd.validate.context import Options
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
@@ -340,7 +340,9 @@ def _duplicates(pods: dict) -> list[Finding]:
 
 
 def _port_conflicts(pods: dict) -> list[Finding]:
-    """Two pods claiming one host port: the second fails admission (NodePorts).
+    """Two pods claiming one host port: the second fails admission (NodePorts), or, when either
+    port is one a control-plane flag names (not declared, so admission does not see it), both
+    are admitted and the second fails to bind (``host-port-bind-conflict``).
 
     Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
     refusal of new bytes uses it too). Of files that define one pod (same namespace/name) only
@@ -360,18 +362,21 @@ def _port_conflicts(pods: dict) -> list[Finding]:
             for okey, odisplay, oip, ofield, _op in who[:i]:
                 if not claims_clash(key, (proto, port, ip, fieldp), okey, (proto, port, oip, ofield)):
                     continue  # other IPs, or one pod in two files (duplicate-pod covers it: only one runs)
-                out.append(
-                    make(
-                        "host-port-conflict",
-                        "error",
-                        display,
-                        positions,
-                        fieldp,
-                        f"host port {port}/{proto} is also claimed by {okey[0]}/{okey[1]} in "
-                        f"{os.path.basename(odisplay)}: the kubelet admits one pod and rejects the other "
+                where = (f"host port {port}/{proto} is also claimed by {okey[0]}/{okey[1]} in "
+                         f"{os.path.basename(odisplay)}")
+                if admission_clash((proto, port, ip, fieldp), (proto, port, oip, ofield)):
+                    out.append(make(
+                        "host-port-conflict", "error", display, positions, fieldp,
+                        f"{where}: the kubelet admits one pod and rejects the other "
                         "(\"node(s) didn't have free ports for the requested pod ports\")",
                         "give each pod its own host port",
-                    )
-                )
+                    ))
+                else:  # a port a control-plane flag names: admission does not see it
+                    out.append(make(
+                        "host-port-bind-conflict", "error", display, positions, fieldp,
+                        f"{where}: the kubelet admits both pods (admission sees only declared ports) and the "
+                        "second to start fails to bind the port (its container restarts in a loop)",
+                        "give each pod its own host port",
+                    ))
                 break
     return out

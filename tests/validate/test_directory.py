@@ -136,12 +136,15 @@ def test_host_port_conflict_between_two_pods_is_an_error(mdir):
     assert "kube-system/a in a.yaml" in found[0].message
 
 
-def test_two_control_plane_binaries_on_the_same_inferred_port_conflict(mdir):
+def test_a_port_a_control_plane_flag_names_clashes_at_bind_not_at_admission(mdir):
     api = {"hostNetwork": True, "containers": [container(command=["kube-apiserver", "--secure-port=6443"])]}
     write(mdir, "api.yaml", pod(api, name="kube-apiserver"))
     other = {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 6443}])]}
     write(mdir, "lb.yaml", pod(other, name="haproxy"))
-    assert codes(validate_directory(mdir, NODE)) == ["host-port-conflict"]
+    found = validate_directory(mdir, NODE)
+    assert codes(found) == ["host-port-bind-conflict"]  # admission sees only declared ports
+    assert "admits both pods" in found[0].message and "fails to bind" in found[0].message
+    assert "rejects" not in found[0].message and found[0].kubelet == "accepts"
 
 
 def test_loose_modes_and_owners_warn(mdir):
