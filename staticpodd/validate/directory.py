@@ -308,17 +308,39 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
 
 
 def _duplicates(pods: dict) -> list[Finding]:
-    """Two files with one namespace/name: the lexically last file wins on relist.
+    """Two files with one namespace/name: the kubelet reads both and the lexically last file
+    wins on relist.
 
+    The finding goes on the file that should go: each stray by its name (:func:`stray_reason`:
+    ``kube-apiserver.yaml.bak``), whether it wins or loses, when a file that is not a stray
+    defines the pod too; otherwise on each file that loses (sorts before the winner).
     Source: KUBELET.md "Duplicate names across files".
     """
     out = []
     for (ns, name), files in pods.items():
         if len(files) < 2:
             continue
-        winner = files[-1].display
+        winner = os.path.basename(files[-1].display)
+        strays = [f for f in files if stray_reason(os.path.basename(f.display)) is not None]
+        keepers = [f for f in files if f not in strays]
+        if strays and keepers:
+            keep = os.path.basename(keepers[-1].display)
+            for facts in strays:
+                runs = (f"this file, not {keep}: edits to {keep} never take effect" if facts is files[-1]
+                        else f"{winner} and ignores this file")
+                out.append(make(
+                    "duplicate-pod", "error", facts.display, facts.located, "metadata.name",
+                    f"{ns}/{name} is also defined by {keep}: the kubelet reads both files and runs the "
+                    f"lexically later one, {runs} (deleting one of them stops the pod until the next relist)",
+                    f"move this leftover out of the directory (it is the file that should go, not {keep}), "
+                    f"then `touch` {keep} so the kubelet re-adds its pod now instead of at its next relist "
+                    "(a real kubelet 1.34 leaves it down until then)",
+                ))
+            losers = keepers[:-1]
+        else:
+            losers = files[:-1]
         others = ", ".join(os.path.basename(f.display) for f in files[:-1])
-        for facts in files[:-1]:
+        for facts in losers:
             display = facts.display
             out.append(
                 make(
@@ -327,10 +349,10 @@ def _duplicates(pods: dict) -> list[Finding]:
                     display,
                     facts.located,
                     "metadata.name",
-                    f"{ns}/{name} is also defined by {os.path.basename(winner)}, which sorts last: the "
-                    f"kubelet runs {os.path.basename(winner)} and ignores this file (edits here never "
+                    f"{ns}/{name} is also defined by {winner}, which sorts last: the "
+                    f"kubelet runs {winner} and ignores this file (edits here never "
                     "take effect; deleting one of them stops the pod until the next relist)",
-                    f"keep one file per pod; move {others if len(files) > 2 else os.path.basename(winner)}"
+                    f"keep one file per pod; move {others if len(files) > 2 else winner}"
                     " out of the directory if it is a leftover, then `touch` the file that stays so the "
                     "kubelet re-adds its pod now instead of at its next relist (a real kubelet 1.34 leaves "
                     "it down until then)",

@@ -63,7 +63,7 @@ def _strictness_inputs(tmp_path: Path) -> dict[str, tuple[str, list]]:
         (mdir / name).chmod(0o600)
     out["duplicate-pod"] = (
         "two files define one pod",
-        [f for f in validate_directory(mdir, NODE) if f.path.endswith("/web.yaml")],
+        [f for f in validate_directory(mdir, NODE) if f.path.endswith("/web.yaml.orig")],
     )
     pdir = tmp_path / "ports"
     pdir.mkdir()
