@@ -915,3 +915,36 @@ def test_apply_of_an_endless_input_reads_no_more_than_the_kubelet_would(sandbox,
     err = json.loads(res.stdout)["error"]
     assert err["code"] == "invalid-manifest" and "10 MiB" in err["message"], err
     assert sandbox.visible() == []
+
+
+def test_doctor_judges_the_present_not_a_heartbeat_problem_fixed_since(kubeadm, ctl) -> None:
+    """The running daemon's last heartbeat (older than doctor's look) still lists an invalid
+    kube-scheduler.yaml and a failed deadline unpark of kube-scheduler; both were fixed since
+    (the file is valid, nothing is parked). Doctor re-checks them itself: no problem, exit 0,
+    and it says the daemon reported them earlier. A problem doctor cannot look at itself (a
+    lock timeout) is still reported, as the daemon's."""
+    import json
+    import os
+
+    from staticpodd.layout import Layout
+
+    hb = Layout.build(kubeadm.root).heartbeat_path
+    hb.parent.mkdir(parents=True, exist_ok=True)
+    stale = [
+        {"code": "invalid-live", "severity": "error", "component": "kube-scheduler",
+         "path": str(kubeadm.manifests / SCHED), "message": f"{SCHED}: invalid"},
+        {"code": "park-expired-unpark-failed", "severity": "error", "component": "kube-scheduler", "path": None,
+         "message": "the park of kube-scheduler expired but unpark failed: a duplicate"},
+    ]
+    hb.write_text(json.dumps({"pid": os.getpid(), "state": "running", "problems": stale}))
+    r = ctl("doctor", "--json")
+    assert r.rc == 0, r.out
+    assert r.json()["problems"] == []
+    assert [p["code"] for p in r.json()["reported_earlier"]] == ["invalid-live", "park-expired-unpark-failed"]
+    r = ctl("doctor")
+    assert r.rc == 0 and "reported by the daemon earlier; not seen now" in r.out
+    lock = {"code": "lock-timeout", "severity": "error", "component": None, "path": None,
+            "message": "the lock was held for 5 s"}
+    hb.write_text(json.dumps({"pid": os.getpid(), "state": "running", "problems": [*stale, lock]}))
+    r = ctl("doctor", "--json")
+    assert r.rc == 1 and [p["code"] for p in r.json()["problems"]] == ["lock-timeout"]
