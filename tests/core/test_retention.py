@@ -251,6 +251,8 @@ def test_park_drills_never_push_the_rollback_target_out_of_a_keep_n_prune(kubead
     assert plans["kube-scheduler"]["rollback_to"] == 1
     r = ctl("prune", "--keep", "3")
     assert r.rc == 0 and "rollback reaches version 1" in r.out
+    r = ctl("rollback", "kube-scheduler", "--to", "2")  # pruned: the hint offers only what is left
+    assert r.rc != 0 and "versions are 1, 6 (others pruned)" in r.err, r.err
     assert ctl("rollback", "kube-scheduler").rc == 0
     assert sched.read_bytes() == original
 
