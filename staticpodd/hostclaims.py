@@ -32,6 +32,21 @@ def claims_clash(key: tuple[str, str], claim: tuple[str, int, str, str], other_k
     return key != other_key
 
 
+def inferred_claim(claim: tuple[str, int, str, str]) -> bool:
+    """Whether ``claim`` is a port a control-plane binary's flags name (``--secure-port``, etcd's
+    ``--listen-*-urls``) rather than a declared ``hostPort``/``containerPort``: its field is the
+    container's ``command`` (:func:`staticpodd.validate.podfacts.host_ports`)."""
+    return claim[3].endswith(".command")
+
+
+def admission_clash(claim: tuple[str, int, str, str], other_claim: tuple[str, int, str, str]) -> bool:
+    """Whether a clash of ``claim`` and ``other_claim`` (:func:`claims_clash`) keeps a pod out at
+    admission: only when both ports are declared. The NodePorts predicate sees only declared
+    ports, so when either side is a port a flag names (:func:`inferred_claim`) the kubelet admits
+    both pods and the second one to start fails to bind (a crash-looping container)."""
+    return not inferred_claim(claim) and not inferred_claim(other_claim)
+
+
 def clashes_with(key: tuple[str, str], ports: Iterable[tuple[str, int, str, str]],
                  others: Iterable[tuple[str, tuple[str, str], Iterable[tuple[str, int, str, str]]]]
                  ) -> list[tuple[tuple[str, int, str, str], str, tuple[str, str], tuple[str, int, str, str]]]:

@@ -192,7 +192,8 @@ def snapshot_from_status(
     errors_by_file: dict[str, int] = {}
     by_severity: dict[str, int] = {}
     stray_files: set[str] = {
-        str(c.get("file_name")) for c in status.get("components", []) if c.get("stray") and c.get("file_name")
+        str(c.get("file_name")) for c in status.get("components", [])
+        if c.get("stray") and c.get("file_name") and c.get("state") != "removed"  # a removed stray is gone
     }
     duplicates = 0
     for f in findings:

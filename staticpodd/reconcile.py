@@ -330,6 +330,7 @@ DIRECTORY_CODES = frozenset(
         "not-regular-file",
         "unreadable",
         "host-port-conflict",
+        "host-port-bind-conflict",
     }
 )
 

@@ -1,14 +1,18 @@
 """Retention: which recorded versions may go, and pruning them (``staticpodctl prune``, the daemon's timer).
 
-A :class:`Policy` keeps, per component, the newest ``keep_versions`` versions and every version
-younger than ``keep_for`` seconds (the union: a version either rule keeps stays). With neither
-set nothing is pruned. Whatever the policy says, these are never pruned (:func:`plan`):
+A :class:`Policy` keeps, per component, the newest ``keep_versions`` contents (the newest version
+of each of the newest N distinct digests: a park and an unpark record the same bytes again and
+must not push older contents out) and every version younger than ``keep_for`` seconds (the
+union: a version either rule keeps stays). With neither set nothing is pruned. Whatever the
+policy says, these are never pruned (:func:`plan`):
 
 - the current version: the newest one, and the newest version holding the bytes live now;
 - a parked copy's version: the newest version holding the parked bytes (the park record's
   digest and the parked copy on disk), so ``unpark`` can always restore it from history;
 - the last valid version: the newest version whose bytes pass the gate (the one the daemon's
-  ``on_invalid: restore`` and ``rollback`` would fall back to);
+  ``on_invalid: restore`` would fall back to);
+- the rollback target: the newest valid version whose bytes differ from the current ones (what a
+  plain ``rollback`` reaches; :attr:`ComponentPlan.rollback_to` names it);
 - every version of a component with an operation in progress (an intent not yet finished or
   undone, :meth:`staticpodd.engine.Engine.recover` may need any of its bytes).
 
@@ -62,18 +66,21 @@ class ComponentPlan(Record):
     kept: int
     retired: bool
     protected: dict[int, str]  # seq -> why it must stay
+    rollback_to: int | None  # the version a plain ``rollback`` reaches after the prune (None: none)
 
     def __init__(self, component: str, seqs: list[int] | None = None, kept: int = 0, retired: bool = False,
-                 protected: dict[int, str] | None = None) -> None:
+                 protected: dict[int, str] | None = None, rollback_to: int | None = None) -> None:
         self.component = component
         self.seqs = [] if seqs is None else seqs
         self.kept = kept
         self.retired = retired
         self.protected = {} if protected is None else protected
+        self.rollback_to = rollback_to
 
     def to_dict(self) -> dict[str, Any]:
         return {"component": self.component, "pruned_versions": self.seqs, "kept_versions": self.kept,
-                "retired": self.retired, "protected": {str(k): v for k, v in sorted(self.protected.items())}}
+                "retired": self.retired, "protected": {str(k): v for k, v in sorted(self.protected.items())},
+                "rollback_to": self.rollback_to}
 
 
 class PruneResult(Record):
@@ -154,11 +161,27 @@ def plan(engine: Any, policy: Policy, now: float) -> list[ComponentPlan]:
             if _valid(engine, digest, f"{comp}@{seq}", comp):
                 keep.setdefault(seq, "last valid")
                 break
+        # what a plain ``rollback`` falls back to: the newest valid version whose bytes differ
+        # from the current ones (the live file's, else the parked copy's, else the newest's)
+        cur = _current_digest(observed.get(comp, []), rows[0][1])
+        for seq, digest, _created, _fn in rows:
+            if digest != cur and _valid(engine, digest, f"{comp}@{seq}", comp):
+                keep.setdefault(seq, "rollback target")
+                cp.rollback_to = seq
+                break
         cp.protected = dict(keep)
-        for i, (seq, _digest, created, _fn) in enumerate(rows):
+        # keep_versions counts contents, not rows: a park and an unpark each record the same
+        # bytes again, so N rows could all be one content and the earlier ones would be lost.
+        # The newest version of each of the newest N distinct digests stays.
+        contents: list[str] = []
+        for _seq, digest, _created, _fn in rows:
+            if digest not in contents:
+                contents.append(digest)
+        for seq, digest, created, _fn in rows:
             if seq in keep:
                 continue
-            if policy.keep_versions is not None and i < policy.keep_versions:
+            if (policy.keep_versions is not None and newest_of[digest] == seq
+                    and contents.index(digest) < policy.keep_versions):
                 continue
             if policy.keep_for is not None and now - created <= policy.keep_for:
                 continue
@@ -225,6 +248,13 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
                     kind="stray-retired" if cp.retired else "versions-pruned",
                     versions=",".join(map(str, cp.seqs)), count=len(cp.seqs))
     return PruneResult(plans, len(orphans), freed, False)
+
+
+def _current_digest(observed: list[tuple[str, str]], newest: str) -> str:
+    """The digest of a component's current bytes: the live file's (as last observed), else the
+    parked copy's, else the newest version's (hex)."""
+    by_loc = dict(observed)
+    return by_loc.get("live") or by_loc.get("parked") or newest
 
 
 def _valid(engine: Any, digest: str, shown: str, comp: str) -> bool:

@@ -416,10 +416,22 @@ class VersionStore:
             f"SELECT {_VERSION_SELECT} FROM versions WHERE component = ? AND seq = ?", (component, seq)
         ).fetchone()
         if row is None:
-            head = self.head(component)
+            # the versions that exist: retention may have pruned the oldest ones (or some between)
+            n, low, high = self._db.execute("SELECT COUNT(*), MIN(seq), MAX(seq) FROM versions WHERE component = ?",
+                                            (component,)).fetchone()
+            if not n:
+                have = None
+            elif n == high - low + 1:
+                have = f"versions are {low}..{high}" + (" (older ones pruned)" if low > 1 else "")
+            elif n <= 10:
+                seqs = [r[0] for r in self._db.execute(
+                    "SELECT seq FROM versions WHERE component = ? ORDER BY seq", (component,))]
+                have = f"versions are {', '.join(map(str, seqs))} (others pruned)"
+            else:
+                have = f"{n} versions between {low} and {high} (others pruned)"
             raise UnknownVersion(
                 f"{component} has no version {seq}",
-                hint=f"versions are 1..{head.seq}; see: staticpodctl history {component}" if head else None,
+                hint=f"{have}; see: staticpodctl history {component}" if have else None,
             )
         return Version(*row)
 

@@ -59,7 +59,8 @@ def cmd_rollback(args: argparse.Namespace, out: Out) -> int:
     """Put an earlier version back (recorded as a new version), or --check it; exit 0 or the --wait status."""
     eng = build_engine(args)
     before = pre_wait(args, eng, "rollback") if not args.check else None
-    res = eng.rollback(args.component, to=args.to, reason=args.reason, check=args.check)
+    res = eng.rollback(args.component, to=args.to, reason=args.reason, check=args.check,
+                       rename=bool(getattr(args, "rename", False)))
     result_out(out, res, show_diff=args.check, eng=eng)
     rc = EXIT_OK
     if not args.check and res.changed:

@@ -50,6 +50,25 @@ def _finding_problem_keys(findings: Any) -> dict[tuple[str | None, str | None], 
     return keys
 
 
+#: Heartbeat problem codes about the state of the directory, the parks and the store, which
+#: doctor looks at itself on every run (the validator's finding codes count too): a heartbeat
+#: problem of these that doctor's own look does not find was fixed after the daemon's last pass.
+_RECHECKED = frozenset({"invalid-live", "park-broken", "name-taken", "manifest-dir-missing", "parked-copy-missing",
+                        "park-bypassed", "park-overdue", "drift", "symlink-not-recorded", "name-not-utf8"})
+
+
+def _rechecked(problem: dict[str, Any], parked_now: set[str]) -> bool:
+    """Whether heartbeat ``problem`` is about something doctor has just observed itself, so its
+    absence from doctor's own problems means it is gone: a directory finding or one of
+    :data:`_RECHECKED`, or a failed deadline unpark of a component that is not parked any more."""
+    from ..validate.codes import CODES
+
+    code = str(problem.get("code") or "")
+    if code == "park-expired-unpark-failed":
+        return str(problem.get("component") or "") not in parked_now
+    return code in _RECHECKED or code in CODES
+
+
 def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
     """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
     directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
@@ -194,9 +213,17 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     seen = _finding_problem_keys(findings)
     seen.update({(p["code"], _base(p.get("path"))): "warning" if p.get("severity") == "warning" else "error"
                  for p in problems})
+    parked_now = {r["component"] for r in st["components"] if r["parked"]}
+    earlier: list[dict[str, Any]] = []  # the heartbeat's problems that doctor's own look no longer finds
     for p in daemon.get("problems") or []:
         key = (p.get("code"), _base(p.get("path")))
         if key in seen:
+            continue
+        if _rechecked(p, parked_now):
+            # about what doctor has just looked at itself, and not there now: the heartbeat is
+            # older than this look (fixed since the daemon's last pass), so it is no problem now
+            out.say(f"note: {p.get('message')} (reported by the daemon earlier; not seen now)")
+            earlier.append(p)
             continue
         seen[key] = "warning" if p.get("severity") == "warning" else "error"
         problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
@@ -214,6 +241,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
         out.say("no problems found")
     else:
         out.say(f"{len(seen)} problem(s) found" + (" (warnings only)" if ok else ""))
-    out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon, store=integrity,
+    out.finish(ok, findings=[f.to_dict() for f in findings], problems=problems, daemon=daemon,
+               reported_earlier=earlier, store=integrity,
                interrupted=st["interrupted"], journal={"ok": journal_ok, "detail": journal_detail})
     return EXIT_OK if ok else EXIT_FAILURE

@@ -294,6 +294,8 @@ def _rollback(p: argparse.ArgumentParser, wait: bool) -> None:
                    help="version to restore (default: the newest version whose bytes differ from the current file)")
     p.add_argument("--reason", type=_reason, help=REASON_HELP)
     p.add_argument("--check", action="store_true", help="change nothing; say what would change")
+    p.add_argument("--rename", action="store_true",
+                   help="allow the version to define another pod (metadata.name/namespace) than the current one")
     if wait:
         _wait_args(p, "rollback")
     p.set_defaults(handler=LazyHandler("apply", "cmd_rollback"))

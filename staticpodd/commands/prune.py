@@ -41,7 +41,9 @@ def cmd_prune(args: argparse.Namespace, out: Out) -> int:
     verb = "would prune" if res.dry_run else "pruned"
     for c in res.components:
         what = "all versions (removed stray, leaves status)" if c.retired else ", ".join(map(str, c.seqs))
-        out.say(f"{c.component}: {verb} {len(c.seqs)} version(s): {what}; kept {c.kept}")
+        reach = ("" if c.retired else f"; rollback reaches version {c.rollback_to}" if c.rollback_to is not None
+                 else "; nothing earlier to roll back to")
+        out.say(f"{c.component}: {verb} {len(c.seqs)} version(s): {what}; kept {c.kept}{reach}")
     out.say(f"{verb} {res.versions} version(s); {res.blobs} blob(s), {res.bytes} bytes "
             + ("would be freed" if res.dry_run else "freed"))
     out.finish(True, **res.to_dict())

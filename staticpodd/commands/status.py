@@ -65,7 +65,11 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
                              else "drift: changed by someone else")
             if r.get("park_broken"):
                 notes.append("PARK BROKEN: live again while parked")
-            if r["state"] == "removed":
+            if r["state"] == "removed" and r["stray"]:
+                # a leftover that went is the good outcome: putting it back would make the kubelet
+                # read (and perhaps run the pod from) the leftover again
+                notes.append("removed stray: gone from the directory, nothing to do")
+            elif r["state"] == "removed":
                 notes.append(f"not in the directory any more; `{PROG} rollback {shell_word(r['component'])}` puts "
                              f"version {r['version']} back")
             if r.get("unparked_by_hand"):

@@ -26,6 +26,11 @@ from .options import validate_options
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
 RETRY_DELAY = 1.0
+#: A restore or a deadline unpark the engine refused is tried again on a later pass after this
+#: many seconds, doubled after each failed retry up to :data:`BACKOFF_MAX` (a full disk frees up,
+#: a duplicate or a port clash goes away): never only when the daemon restarts.
+BACKOFF_FIRST = 2.0
+BACKOFF_MAX = 300.0
 #: Longest single wait for the lock in the main loop, seconds (see Daemon.lock_wait).
 LOCK_WAIT_MAX = 5.0
 #: While a restore or quarantine waits for a writer to close the file, it is looked at again this
@@ -93,6 +98,9 @@ class DaemonBase:
         # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
         # the directory's names change (or a reload)
         self._restore_failed: dict[str, tuple[str, frozenset[str]]] = {}
+        # "restore:<file_name>" / "unpark:<component>" -> (failures so far, epoch of the next try):
+        # the back-off of an action the engine refused (see ExecuteMixin._action_failed)
+        self._backoff: dict[str, tuple[int, float]] = {}
         self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
         # file_name -> (size, mtime_ns, st_ino) of the live files just before the last scan: a
         # restore or quarantine acts only on a file that has not changed since (see _hold_reason)

@@ -3,7 +3,8 @@
 :class:`ExecuteMixin` runs a :class:`staticpodd.reconcile.Plan` under the lock: restores
 (RESTORED_LAST_GOOD), quarantines (and, after quarantining a stray that defined a running pod, the
 touch that makes the kubelet re-add it at once), and deadline unparks, with POLICY_ACTION_HELD
-while a writer holds the file and POLICY_ACTION_FAILED (and a problem) when the engine refuses.
+while a writer holds the file and POLICY_ACTION_FAILED (and a problem) when the engine refuses;
+a refused restore or unpark is tried again on later passes with back-off, one entry per retry.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
 from ..reconcile import Action, Plan, Report
 from ..watch import WRITE_STALL, Writer
-from .base import HOLD_RECHECK, RETRY_DELAY, _get
+from .base import BACKOFF_FIRST, BACKOFF_MAX, HOLD_RECHECK, RETRY_DELAY, _get
 from .writers import WriterHoldsMixin
 
 
@@ -132,6 +133,8 @@ class ExecuteMixin(WriterHoldsMixin):
             else:
                 if a.verb == "unpark":
                     self.runtime_problems.pop(f"unpark:{a.target}", None)
+                    self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
+                    self._backoff.pop(f"unpark:{a.target}", None)
 
     def _log_restored(self, a: Action, res: Any) -> None:
         """RESTORED_LAST_GOOD for the restore ``a`` the engine carried out (``res``, its Result);
@@ -140,6 +143,7 @@ class ExecuteMixin(WriterHoldsMixin):
         source = (_get(res, "extra") or {}).get("restored_version")
         self.invalid_live.pop(a.file_name or "", None)
         self._restore_failed.pop(a.file_name or "", None)
+        self._backoff.pop(f"restore:{a.file_name}", None)
         self.log(
             Event.RESTORED_LAST_GOOD,
             f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
@@ -165,18 +169,22 @@ class ExecuteMixin(WriterHoldsMixin):
             self._retry_at = time.monotonic() + RETRY_DELAY
             return
         self._say(f"{a.verb} {a.target} failed: {exc}")
+        key = f"{a.verb}:{a.file_name if a.verb == 'restore' else a.target}"
+        tries, delay = self._back_off(key)
+        again = (f" (retry {tries - 1})" if tries > 1 else "") + f"; tried again in {delay:g} s"
         if a.verb == "unpark":
             rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
             until = _get(rec, "until")
             if until is not None:
                 self.failed_unparks[(a.target, until)] = exc.code
-            try:  # counted in staticpodd_failed_unparks_total (from the store: survives a restart)
-                self.engine.store.record_event(
-                    "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
-                    reason=a.reason, details={"error": exc.code, "until": until},
-                )
-            except StaticpodError:
-                pass
+            if tries == 1:  # counted in staticpodd_failed_unparks_total (per deadline, not per retry)
+                try:
+                    self.engine.store.record_event(
+                        "unpark-failed", component=a.target, file_name=a.file_name, actor="staticpodd",
+                        reason=a.reason, details={"error": exc.code, "until": until},
+                    )
+                except StaticpodError:
+                    pass
             self.runtime_problems[f"unpark:{a.target}"] = {
                 "code": "park-expired-unpark-failed",
                 "severity": "error",
@@ -186,24 +194,39 @@ class ExecuteMixin(WriterHoldsMixin):
             }
             self.log(
                 Event.POLICY_ACTION_FAILED,
-                f"the park of {a.target} expired but unpark failed: {exc.message}",
+                f"the park of {a.target} expired but unpark failed{again}: {exc.message}",
                 priority=ERR,
                 component=a.target,
                 error=exc.code,
+                retry=tries - 1,
             )
             return
         if a.verb == "restore" and a.file_name:
             obs = self.engine.store.observed().get(f"live/{a.file_name}")
-            if obs is not None:  # not retried on these bytes in this directory
+            if obs is not None:  # tried again on these bytes only once its back-off is over
                 self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
+                self._retry_names.add(a.file_name)
+                due = time.monotonic() + delay
+                self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
         self.log(
             Event.POLICY_ACTION_FAILED,
-            f"{a.file_name or a.target}: {a.verb} of {a.target} failed: {exc.message}",
+            f"{a.file_name or a.target}: {a.verb} of {a.target} failed{again}: {exc.message}",
             priority=ERR,
             component=a.target,
             file_name=a.file_name,
             error=exc.code,
+            retry=tries - 1,
         )
+
+    def _back_off(self, key: str) -> tuple[int, float]:
+        """Count one more failure of the action ``key`` ("restore:<file>", "unpark:<component>")
+        and set when it is tried next: :data:`BACKOFF_FIRST` seconds after the first failure,
+        doubled after each failed retry, at most :data:`BACKOFF_MAX`. Returns (failures, delay
+        in seconds)."""
+        tries = self._backoff.get(key, (0, 0.0))[0] + 1
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (tries - 1))
+        self._backoff[key] = (tries, time.time() + delay)
+        return tries, delay
 
     def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
         """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""

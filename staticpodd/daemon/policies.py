@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,7 @@ class PlanMixin(QuietMixin):
         for name in list(self._restore_failed):
             if name not in bad:
                 self._restore_failed.pop(name, None)
+                self._backoff.pop(f"restore:{name}", None)
         restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
         restoring = self._restoring(plan)
         observed = self.engine.store.observed() if restore_policy and bad else {}
@@ -207,7 +209,14 @@ class PlanMixin(QuietMixin):
             return False
         failed = self._restore_failed.get(name)
         if failed is not None and failed == (digest, frozenset(self.engine.live_names())):
-            return False
+            # the same bytes in the same directory: tried again once its back-off is over (the
+            # cause may be gone: a full disk, a blocked staging directory), never on every pass
+            _n, at = self._backoff.get(f"restore:{name}", (0, 0.0))
+            if time.time() < at:
+                self._retry_names.add(name)
+                due = time.monotonic() + (at - time.time())
+                self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
+                return False
         # only when there is something to go back to: a version that passes validation (else the
         # engine refuses with Conflict, and a true stray would be "restored" instead of quarantined)
         seen = {digest}

@@ -184,8 +184,11 @@ class StatusMixin(DaemonBase):
         self.parks = [p.to_dict() if hasattr(p, "to_dict") else dict(p) for p in parks]
         live_keys = {(p.component, p.until) for p in parks}
         self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k in live_keys}
+        # a deadline unpark that failed is due again when its back-off is over
         deadlines = [
-            p.until for p in parks if p.until is not None and (p.component, p.until) not in self.failed_unparks
+            (p.until if (p.component, p.until) not in self.failed_unparks
+             else self._backoff.get(f"unpark:{p.component}", (0, p.until))[1])
+            for p in parks if p.until is not None
         ]
         self.next_park_deadline = min(deadlines) if deadlines else None
 

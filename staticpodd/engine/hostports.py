@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable
 
 from ..errors import Conflict
-from ..hostclaims import clashes_with
+from ..hostclaims import admission_clash, clashes_with
 from ..store import digest_of
 from .gate import GateCore
 from .model import _q
@@ -146,22 +146,31 @@ class PortsCore(GateCore):
         clashes = [c for c in clashes if not self._shadowed(c[1], c[2])]
         if not clashes:
             return
-        (proto, port, _ip, field), other, okey, _oclaim = clashes[0]
+        # an admission rejection first: it is the one the kubelet reports on the pod
+        clashes.sort(key=lambda c: not admission_clash(c[0], c[3]))
+        (proto, port, _ip, field), other, okey, oclaim = clashes[0]
         line, column = _where(data, field)
         why = self._why_not_parkable(other)
         more = {o for _c, o, _k, _oc in clashes[1:] if o != other}
         also = f" (and {', '.join(sorted(more))})" if more else ""
         verb = "unparking" if action == "unpark" else "putting it live"
+        admission = admission_clash(clashes[0][0], oclaim)
+        if admission:
+            effect = (f"{verb} would leave pod {mine[0][0]}/{mine[0][1]} rejected at admission by the kubelet "
+                      "(\"node(s) didn't have free ports for the requested pod ports\")")
+        else:  # a port a flag names: admission does not see it, the bind fails
+            effect = (f"{verb}, the kubelet would admit both pods (admission sees only declared ports) and "
+                      "the second to start would fail to bind the port (its container restarts in a loop)")
         raise Conflict(
             f"{fn}: host port {port}/{proto} ({field}) is already claimed by pod {okey[0]}/{okey[1]} in {other}"
-            f"{also}; {verb} would leave pod {mine[0][0]}/{mine[0][1]} rejected at admission by the kubelet "
-            "(\"node(s) didn't have free ports for the requested pod ports\")",
+            f"{also}; {effect}",
             path=source, line=line, column=column, field=field,
             hint=(f"give {okey[0]}/{okey[1]} and {mine[0][0]}/{mine[0][1]} different host ports"
                   + (f"; or, if {other} is a leftover, move it out of the directory ({why}, so staticpodctl "
                      "cannot park it)" if why else
                      f"; or, if {okey[0]}/{okey[1]} is to stop, park it first: staticpodctl park {_q(other)}")),
-            details={"code": "host-port-conflict", "port": port, "protocol": proto, "field": field,
+            details={"code": "host-port-conflict" if admission else "host-port-bind-conflict",
+                     "port": port, "protocol": proto, "field": field,
                      "other_file": other, "other_pod": f"{okey[0]}/{okey[1]}"},
         )
 

@@ -160,7 +160,7 @@ class ParkVerbs(SwapVerbs):
                 rec = self.store.park_of(missing)
                 parked_seq = next((v.seq for v in reversed(self.store.history(missing))
                                    if rec is not None and v.digest == rec.digest), None)
-                back = self.rollback(missing, to=parked_seq,
+                back = self.rollback(missing, to=parked_seq, rename=True,  # the bytes that were parked
                                      reason=reason or "unpark: the parked copy was gone")
                 seq = back.version.seq if back.version is not None else "?"
                 recovered_note = f" (its parked copy was gone: version {seq} put back from history)"

@@ -121,6 +121,14 @@ class RecoverVerbs(EngineCore):
             # the parked copy had gone missing; the copy is back, so is the park (its deadline too)
             self.store.set_park(ParkRecord(comp, fn, v.digest, reopen["parked_at"], reopen.get("until"),
                                            reopen["actor"], reopen.get("actor_via"), reopen.get("reason")))
+        elif loc == "parked":
+            # an apply (edit, rollback) to a parked component wrote the parked copy: the park now
+            # holds these bytes, so an unpark whose parked copy was lost puts them back, not the
+            # bytes that were parked before the apply
+            rec = self.store.park_of(comp)
+            if rec is not None and rec.digest != v.digest:
+                self.store.set_park(ParkRecord(rec.component, rec.file_name, v.digest, rec.parked_at, rec.until,
+                                               rec.actor, rec.actor_via, rec.reason))
         return v
 
     def _record_external(self, comp: str, fn: str, loc: str, ext: dict[str, Any]) -> Version | None:

@@ -180,6 +180,11 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
         if not rename and action in ("apply", "edit"):
             self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
                                       manifest.name, action)
+        elif action == "rollback" and not rename:
+            # the version was in force once, but the kubelet would still stop one pod and start
+            # another: refused as an apply is, unless asked for (--rename)
+            self._check_identity_kept(comp, fn, cur.data if cur is not None else None, manifest.namespace,
+                                      manifest.name, action)
         elif action == "rollback":
             old_ident = self._current_identity(comp, cur.data if cur is not None else None)
             if old_ident is not None and old_ident != (manifest.namespace, manifest.name):
@@ -376,20 +381,22 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
         return Conflict(f"applying it as a new component {comp} would add a second file for pod "
                         f"{namespace}/{name}: {exc.message}", path=exc.path, hint=hint)
 
-    def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False) -> Result:
+    def rollback(self, name: str, *, to: int | None = None, reason: str | None = None, check: bool = False,
+                 rename: bool = False) -> Result:
         """Put an earlier version back, as a new version (action ``rollback``).
 
         ``to``: the seq to restore; default the newest version whose bytes differ from the
         current ones and pass the gate (broken hand edits in history are skipped). The bytes go
         through the gate again. Raises UnknownVersion, Conflict (nothing to roll back to),
-        InvalidManifest, plus what :meth:`apply` raises. Across a pod rename it warns
-        (``pod-renamed``) rather than refuses: the bytes were in force before, and rollback is
-        the undo an operator reaches for in a hurry.
+        InvalidManifest, plus what :meth:`apply` raises. A version that defines another pod
+        (metadata.namespace/name) than the current bytes is refused (Conflict) as :meth:`apply`
+        refuses it: the kubelet would stop one pod and start another. ``rename`` allows it (with
+        a ``pod-renamed`` warning).
         """
         with self.nothing_changed_on_error():
-            return self._rollback(name, to=to, reason=reason, check=check)
+            return self._rollback(name, to=to, reason=reason, check=check, rename=rename)
 
-    def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool) -> Result:
+    def _rollback(self, name: str, *, to: int | None, reason: str | None, check: bool, rename: bool = False) -> Result:
         target = self.resolve(name)
         comp = target.component
         skipped: list[int] = []
@@ -420,7 +427,7 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
         data = self.store.data(version.digest)
         reason = reason or f"rollback to version {version.seq}"
         res = self.apply(data, source=f"{comp}@{version.seq}", component=target.file_name, reason=reason,
-                         check=check, action="rollback")
+                         check=check, action="rollback", rename=rename)
         res.extra["rolled_back_to"] = version.seq
         if res.changed and res.version is not None and res.location != "parked":
             res.msg = f"{comp}: rolled back to version {version.seq} (recorded as version {res.version.seq})"

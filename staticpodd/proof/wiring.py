@@ -134,6 +134,19 @@ def _decode(data: bytes | None) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+def _other_files_run_it(eng: Any, comp: str, data: bytes) -> bool:
+    """Whether another live file defines the pod of ``comp``'s live bytes ``data``: then the
+    kubelet runs the pod from that file once ``comp`` is parked (of files defining one pod it
+    reads all and runs the lexically last, KUBELET.md "Duplicate names across files"), so parking
+    ``comp`` (a leftover ``kube-apiserver.yaml.bak``, typically) does not take the pod away."""
+    try:
+        fn = eng.resolve(comp, allow_recorded=False).file_name
+        ident = eng.pod_identity(data)
+        return bool(ident is not None and eng.files_defining(ident, besides=fn))
+    except (StaticpodError, AttributeError):
+        return False
+
+
 def _component_arg(args: Any, verb: str) -> str | None:
     if verb == "apply":
         if getattr(args, "as_", None):
@@ -178,6 +191,8 @@ def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
         # memoised by digest: a steady-state park parses no YAML (issue 2's speed target)
         memo = getattr(eng, "memo", None)
         reason = memo("critical-reason", data, compute) if memo is not None else compute()
+        if reason and comp and _other_files_run_it(eng, comp, data):
+            reason = None  # the pod keeps running from the other file: parking this one stops nothing
         if reason:
             raise NeedsForce(
                 f"{comp}: {reason}",
@@ -334,7 +349,8 @@ def _auto_rollback(
                 (v.seq for v in reversed(eng.store.history(comp)) if v.digest == res.previous_digest),
                 None,
             )
-            rb = eng.rollback(comp, to=seq, reason=reason)
+            # the bytes in force right before this apply: back to their pod even across a --rename
+            rb = eng.rollback(comp, to=seq, reason=reason, rename=True)
             what = f"{comp}: put version {seq} back" if seq is not None else f"{comp}: rolled back"
     except StaticpodError as exc:
         out.warn(f"staticpodctl: automatic rollback of {comp} FAILED: {exc}")

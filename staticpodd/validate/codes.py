@@ -75,6 +75,7 @@ CODES: dict[str, tuple[int, str, str]] = {
     "symlink": (7, "warning", "links are followed; target changes raise no event"),
     "dangling-symlink": (7, "warning", "dangling links are skipped"),
     "host-port-conflict": (7, "error", "NodePorts admission predicate"),
+    "host-port-bind-conflict": (7, "error", "a port a control-plane flag names: admitted, then fails to bind"),
     "loose-permissions": (7, "warning", "kubeadm writes 0600 root:root"),
 }
 
@@ -88,6 +89,7 @@ KUBELET: dict[str, str] = {
     "multiple-documents": _ACCEPTS,
     "schema-unknown-field": _ACCEPTS,
     "duplicate-pod": _ACCEPTS,
+    "host-port-bind-conflict": _ACCEPTS,  # both admitted: the second container fails to bind
     # read, then refused at admission on the node (phase Failed)
     "out-of-cpu": _ADMISSION,
     "out-of-memory": _ADMISSION,
@@ -113,6 +115,9 @@ STRICTNESS: dict[str, str] = {
     "and runs the pod",
     "duplicate-pod": "two files define one namespace/name: the kubelet runs the lexically last file and "
     "ignores the other; staticpodd refuses the directory",
+    "host-port-bind-conflict": "two pods on one host port where either port is one a control-plane flag names "
+    "(--secure-port, etcd's --listen-*-urls), not declared: the kubelet admits and runs both pods (admission "
+    "sees only declared ports) and the second to start fails to bind; staticpodd refuses it",
 }
 """Every deliberate strictness: ``code -> what the kubelet does instead``. Each is pinned by a test
 (tests/validate/test_verdicts.py) and listed in the README; any other disagreement with the kubelet

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from staticpodd.hostclaims import claims_clash
+from staticpodd.hostclaims import admission_clash, claims_clash
 from staticpodd.validate.context import Options
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
@@ -320,17 +320,39 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
 
 
 def _duplicates(pods: dict) -> list[Finding]:
-    """Two files with one namespace/name: the lexically last file wins on relist.
+    """Two files with one namespace/name: the kubelet reads both and the lexically last file
+    wins on relist.
 
+    The finding goes on the file that should go: each stray by its name (:func:`stray_reason`:
+    ``kube-apiserver.yaml.bak``), whether it wins or loses, when a file that is not a stray
+    defines the pod too; otherwise on each file that loses (sorts before the winner).
     Source: KUBELET.md "Duplicate names across files".
     """
     out = []
     for (ns, name), files in pods.items():
         if len(files) < 2:
             continue
-        winner = files[-1].display
+        winner = os.path.basename(files[-1].display)
+        strays = [f for f in files if stray_reason(os.path.basename(f.display)) is not None]
+        keepers = [f for f in files if f not in strays]
+        if strays and keepers:
+            keep = os.path.basename(keepers[-1].display)
+            for facts in strays:
+                runs = (f"this file, not {keep}: edits to {keep} never take effect" if facts is files[-1]
+                        else f"{winner} and ignores this file")
+                out.append(make(
+                    "duplicate-pod", "error", facts.display, facts.located, "metadata.name",
+                    f"{ns}/{name} is also defined by {keep}: the kubelet reads both files and runs the "
+                    f"lexically later one, {runs} (deleting one of them stops the pod until the next relist)",
+                    f"move this leftover out of the directory (it is the file that should go, not {keep}), "
+                    f"then `touch` {keep} so the kubelet re-adds its pod now instead of at its next relist "
+                    "(a real kubelet 1.34 leaves it down until then)",
+                ))
+            losers = keepers[:-1]
+        else:
+            losers = files[:-1]
         others = ", ".join(os.path.basename(f.display) for f in files[:-1])
-        for facts in files[:-1]:
+        for facts in losers:
             display = facts.display
             out.append(
                 make(
@@ -339,10 +361,10 @@ def _duplicates(pods: dict) -> list[Finding]:
                     display,
                     facts.located,
                     "metadata.name",
-                    f"{ns}/{name} is also defined by {os.path.basename(winner)}, which sorts last: the "
-                    f"kubelet runs {os.path.basename(winner)} and ignores this file (edits here never "
+                    f"{ns}/{name} is also defined by {winner}, which sorts last: the "
+                    f"kubelet runs {winner} and ignores this file (edits here never "
                     "take effect; deleting one of them stops the pod until the next relist)",
-                    f"keep one file per pod; move {others if len(files) > 2 else os.path.basename(winner)}"
+                    f"keep one file per pod; move {others if len(files) > 2 else winner}"
                     " out of the directory if it is a leftover, then `touch` the file that stays so the "
                     "kubelet re-adds its pod now instead of at its next relist (a real kubelet 1.34 leaves "
                     "it down until then)",
@@ -352,7 +374,9 @@ def _duplicates(pods: dict) -> list[Finding]:
 
 
 def _port_conflicts(pods: dict) -> list[Finding]:
-    """Two pods claiming one host port: the second fails admission (NodePorts).
+    """Two pods claiming one host port: the second fails admission (NodePorts), or, when either
+    port is one a control-plane flag names (not declared, so admission does not see it), both
+    are admitted and the second fails to bind (``host-port-bind-conflict``).
 
     Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
     refusal of new bytes uses it too). Of files that define one pod (same namespace/name) only
@@ -372,18 +396,21 @@ def _port_conflicts(pods: dict) -> list[Finding]:
             for okey, odisplay, oip, ofield, _op in who[:i]:
                 if not claims_clash(key, (proto, port, ip, fieldp), okey, (proto, port, oip, ofield)):
                     continue  # other IPs, or one pod in two files (duplicate-pod covers it: only one runs)
-                out.append(
-                    make(
-                        "host-port-conflict",
-                        "error",
-                        display,
-                        positions,
-                        fieldp,
-                        f"host port {port}/{proto} is also claimed by {okey[0]}/{okey[1]} in "
-                        f"{os.path.basename(odisplay)}: the kubelet admits one pod and rejects the other "
+                where = (f"host port {port}/{proto} is also claimed by {okey[0]}/{okey[1]} in "
+                         f"{os.path.basename(odisplay)}")
+                if admission_clash((proto, port, ip, fieldp), (proto, port, oip, ofield)):
+                    out.append(make(
+                        "host-port-conflict", "error", display, positions, fieldp,
+                        f"{where}: the kubelet admits one pod and rejects the other "
                         "(\"node(s) didn't have free ports for the requested pod ports\")",
                         "give each pod its own host port",
-                    )
-                )
+                    ))
+                else:  # a port a control-plane flag names: admission does not see it
+                    out.append(make(
+                        "host-port-bind-conflict", "error", display, positions, fieldp,
+                        f"{where}: the kubelet admits both pods (admission sees only declared ports) and the "
+                        "second to start fails to bind the port (its container restarts in a loop)",
+                        "give each pod its own host port",
+                    ))
                 break
     return out

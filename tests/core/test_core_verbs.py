@@ -261,6 +261,17 @@ def test_apply_to_a_parked_component_updates_the_parked_copy_and_keeps_it_parked
     assert (kubeadm.manifests / SCHED).read_bytes() == src.read_bytes()
 
 
+def test_an_apply_to_a_parked_component_survives_the_loss_of_the_parked_copy(kubeadm, ctl, tmp_path) -> None:
+    assert ctl("park", "kube-scheduler").rc == 0
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.parked / SCHED).read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    assert ctl("apply", str(src)).rc == 0
+    (kubeadm.parked / SCHED).unlink()  # the parked copy is lost
+    r = ctl("unpark", "kube-scheduler")
+    assert r.rc == 0, r.err
+    assert (kubeadm.manifests / SCHED).read_bytes() == src.read_bytes()  # the applied bytes, not the pre-apply ones
+
+
 def write_editor(tmp_path: Path, body: str) -> str:
     script = tmp_path / "editor.py"
     script.write_text(f"import sys\np = sys.argv[1]\n{body}\n")
@@ -563,7 +574,8 @@ def test_apply_refuses_bytes_that_turn_a_component_into_another_pod_unless_renam
     assert (kubeadm.manifests / SCHED).read_bytes() == before
     r = ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename", "--json")
     assert r.rc == 0 and r.json()["changed"] is True
-    assert ctl("rollback", "kube-scheduler").rc == 0  # rollback puts recorded bytes back: never asks
+    assert ctl("rollback", "kube-scheduler").rc == 4  # back to another pod: asks, as apply does
+    assert ctl("rollback", "kube-scheduler", "--rename").rc == 0
     assert (kubeadm.manifests / SCHED).read_bytes() == before
 
 
@@ -762,7 +774,7 @@ def test_a_parked_pod_cannot_come_back_through_another_file_unnoticed(kubeadm, c
     assert any(p["code"] == "park-bypassed" and "ks.yaml" in p["message"] for p in d.json()["problems"])
 
 
-def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollback_warns(kubeadm, ctl, corpus,
+def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollback_refuses(kubeadm, ctl, corpus,
                                                                                        tmp_path) -> None:
     keepalived = corpus / "manifests" / "06-kubeadm-docs-keepalived.yaml"
     assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0
@@ -773,7 +785,10 @@ def test_the_pod_identity_check_holds_when_the_current_file_is_broken_and_rollba
     assert r.rc == 0 and r.json()["rolled_back_to"] == 3
     assert r.json()["msg"] == "kube-scheduler: rolled back to version 3 (recorded as version 5)"
     assert ctl("apply", str(keepalived), "--as", "kube-scheduler", "--rename").rc == 0
-    r = ctl("rollback", "kube-scheduler", "--json")
+    r = ctl("rollback", "kube-scheduler", "--json")  # back to another pod: refused as apply refuses it
+    assert r.rc == 4 and "the kubelet would stop" in r.json()["error"]["message"]
+    assert "--rename" in r.json()["error"]["hint"]
+    r = ctl("rollback", "kube-scheduler", "--rename", "--json")
     assert r.rc == 0 and [w["code"] for w in r.json()["warnings"]] == ["pod-renamed"]
     ns = tmp_path / "ns.yaml"
     ns.write_bytes((kubeadm.manifests / SCHED).read_bytes().replace(b"namespace: kube-system", b"namespace: other"))
@@ -900,3 +915,36 @@ def test_apply_of_an_endless_input_reads_no_more_than_the_kubelet_would(sandbox,
     err = json.loads(res.stdout)["error"]
     assert err["code"] == "invalid-manifest" and "10 MiB" in err["message"], err
     assert sandbox.visible() == []
+
+
+def test_doctor_judges_the_present_not_a_heartbeat_problem_fixed_since(kubeadm, ctl) -> None:
+    """The running daemon's last heartbeat (older than doctor's look) still lists an invalid
+    kube-scheduler.yaml and a failed deadline unpark of kube-scheduler; both were fixed since
+    (the file is valid, nothing is parked). Doctor re-checks them itself: no problem, exit 0,
+    and it says the daemon reported them earlier. A problem doctor cannot look at itself (a
+    lock timeout) is still reported, as the daemon's."""
+    import json
+    import os
+
+    from staticpodd.layout import Layout
+
+    hb = Layout.build(kubeadm.root).heartbeat_path
+    hb.parent.mkdir(parents=True, exist_ok=True)
+    stale = [
+        {"code": "invalid-live", "severity": "error", "component": "kube-scheduler",
+         "path": str(kubeadm.manifests / SCHED), "message": f"{SCHED}: invalid"},
+        {"code": "park-expired-unpark-failed", "severity": "error", "component": "kube-scheduler", "path": None,
+         "message": "the park of kube-scheduler expired but unpark failed: a duplicate"},
+    ]
+    hb.write_text(json.dumps({"pid": os.getpid(), "state": "running", "problems": stale}))
+    r = ctl("doctor", "--json")
+    assert r.rc == 0, r.out
+    assert r.json()["problems"] == []
+    assert [p["code"] for p in r.json()["reported_earlier"]] == ["invalid-live", "park-expired-unpark-failed"]
+    r = ctl("doctor")
+    assert r.rc == 0 and "reported by the daemon earlier; not seen now" in r.out
+    lock = {"code": "lock-timeout", "severity": "error", "component": None, "path": None,
+            "message": "the lock was held for 5 s"}
+    hb.write_text(json.dumps({"pid": os.getpid(), "state": "running", "problems": [*stale, lock]}))
+    r = ctl("doctor", "--json")
+    assert r.rc == 1 and [p["code"] for p in r.json()["problems"]] == ["lock-timeout"]

@@ -56,6 +56,11 @@ def test_apply_refuses_a_new_file_whose_host_port_the_scheduler_claims(kubeadm, 
     assert ctl("apply", str(src), "--check", "--json").rc == 4
     r = ctl("apply", str(src))
     assert r.rc == 4 and "host port 10259/TCP" in r.err and f"{src}:10" in r.err, r.err
+    # 10259 is a port the scheduler's flag names, not one it declares: admission does not see it,
+    # the kubelet admits both pods and the second to start fails to bind
+    assert err["details"]["code"] == "host-port-bind-conflict"
+    assert "admit both pods" in err["message"] and "fail to bind" in err["message"]
+    assert "rejected at admission" not in err["message"]
 
 
 CASES = [

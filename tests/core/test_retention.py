@@ -58,12 +58,13 @@ def test_bytes_still_referenced_by_another_version_or_component_are_kept(sandbox
     sandbox.write("web.yaml", _pod("web", 9))
     sandbox.write("copy.yaml", shared)
     eng = _engine(sandbox.root)
-    _history(eng, "web", "web.yaml", [shared, _pod("web", 2), _pod("web", 9)], start=NOW - 50 * DAY)
+    _history(eng, "web", "web.yaml", [shared, _pod("web", 2), _pod("web", 3), _pod("web", 9)],
+             start=NOW - 50 * DAY)
     _history(eng, "copy", "copy.yaml", [shared], start=NOW - 50 * DAY)
     with eng.locked():
         eng.scan()
         res = prune(eng, Policy(keep_versions=1), NOW)
-    assert _seqs(eng, "web") == [3]
+    assert _seqs(eng, "web") == [3, 4]  # 3 stays: it is what rollback reaches
     assert res.blobs == 1  # version 2's bytes; version 1's are copy's current bytes
     assert eng.store.data(digest_of(shared)) == shared
 
@@ -168,7 +169,7 @@ def test_the_retention_config_is_the_default_policy_and_flags_override_it(sandbo
     cfg.parent.mkdir(parents=True)
     cfg.write_text("retention:\n  keep_versions: 4\n")
     assert ctl("prune", "--dry-run", "--json").json()["pruned_versions"] == 2
-    assert ctl("prune", "--dry-run", "--keep", "1", "--json").json()["pruned_versions"] == 5
+    assert ctl("prune", "--dry-run", "--keep", "1", "--json").json()["pruned_versions"] == 4  # + rollback target
     cfg.write_text("retention:\n  keep_versions: 0\n")
     r = ctl("prune", "--json")
     assert r.rc == 78 and "keep_versions" in r.json()["error"]["message"]
@@ -232,3 +233,36 @@ def test_pruning_never_makes_an_alerting_counter_go_down(sandbox) -> None:
         prune(eng, Policy(keep_versions=1, keep_for=7 * DAY), time.time() + 60 * DAY)
     assert store_counters(eng.layout.db_path) == before
     eng.close()
+
+
+def test_park_drills_never_push_the_rollback_target_out_of_a_keep_n_prune(kubeadm, ctl) -> None:
+    # an apply, then two park drills: five versions of one content after the kubeadm original
+    sched = kubeadm.manifests / "kube-scheduler.yaml"
+    original = sched.read_bytes()
+    changed = kubeadm.root / "changed.yaml"
+    changed.write_bytes(original.replace(b"    - --leader-elect=true\n",
+                                         b"    - --leader-elect=true\n    - --v=3\n"))
+    assert ctl("apply", str(changed), "--as", "kube-scheduler").rc == 0
+    for _ in range(2):
+        assert ctl("park", "kube-scheduler").rc == 0
+        assert ctl("unpark", "kube-scheduler").rc == 0
+    dry = ctl("prune", "--keep", "3", "--dry-run", "--json").json()
+    plans = {c["component"]: c for c in dry["components"]}
+    assert plans["kube-scheduler"]["rollback_to"] == 1
+    r = ctl("prune", "--keep", "3")
+    assert r.rc == 0 and "rollback reaches version 1" in r.out
+    r = ctl("rollback", "kube-scheduler", "--to", "2")  # pruned: the hint offers only what is left
+    assert r.rc != 0 and "versions are 1, 6 (others pruned)" in r.err, r.err
+    assert ctl("rollback", "kube-scheduler").rc == 0
+    assert sched.read_bytes() == original
+
+
+def test_keep_n_counts_contents_not_rows(sandbox) -> None:
+    a, b, c = (_pod("web", i) for i in range(3))
+    sandbox.write("web.yaml", c)
+    eng = _engine(sandbox.root)
+    _history(eng, "web", "web.yaml", [a, b, b, b, c, c, c], start=NOW - 50 * DAY)
+    with eng.locked():
+        eng.scan()
+        prune(eng, Policy(keep_versions=3), NOW)
+    assert [eng.store.data(v.digest) for v in eng.store.history("web")] == [a, b, c]

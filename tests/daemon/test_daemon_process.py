@@ -78,6 +78,32 @@ def test_an_external_edit_is_recorded_as_a_version_by_external(tmp_path, run_dae
         assert "--v=4" not in entry.get("MESSAGE", "") and "tuned by hand" not in str(entry)
 
 
+def test_a_restore_that_failed_is_retried_with_back_off_and_succeeds_once_the_cause_is_gone(tmp_path, run_daemon):
+    """A blocked staging directory (a plain file where the directory goes) makes the restore of
+    an invalid edit fail; the daemon tries again on later passes (one entry per retry) and puts
+    the good bytes back once the staging directory can be made, without a restart."""
+    root = make_root(tmp_path, "on_invalid: restore\n")
+    d = run_daemon(root)
+    d.wait_ready()
+    path = root / MANIFESTS / "kube-apiserver.yaml"
+    good = path.read_bytes()
+    staging = root / MANIFESTS / ".staticpodd/staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.parent.mkdir(mode=0o700, exist_ok=True)
+    staging.write_bytes(b"in the way\n")
+    path.write_bytes(good.replace(b"\n    - --", b"\n\t- --", 1))  # a parse error
+    failed = wait_journal(root, "POLICY_ACTION_FAILED", lambda e: e.get("FILE_NAME") == "kube-apiserver.yaml",
+                          timeout=20)
+    assert "tried again in 2 s" in failed["MESSAGE"]
+    wait_journal(root, "POLICY_ACTION_FAILED", lambda e: e.get("FILE_NAME") == "kube-apiserver.yaml"
+                 and "(retry 1)" in e["MESSAGE"], timeout=20)
+    staging.unlink()
+    wait_until(lambda: path.read_bytes() == good, timeout=30, what="the good bytes back once staging works")
+    wait_journal(root, "RESTORED_LAST_GOOD", lambda e: e.get("FILE_NAME") == "kube-apiserver.yaml")
+    wait_until(lambda: not any(p.get("path", "").endswith("kube-apiserver.yaml")
+                               for p in d.heartbeat().get("problems", [])), what="the problem cleared")
+
+
 def test_an_invalid_in_place_edit_is_restored_under_restore(tmp_path, run_daemon):
     """on_invalid: restore puts the last good version back long before the kubelet's 20 s relist
     (rescan_interval stays at 20 s, so only the inotify path can be this quick)."""
@@ -499,9 +525,11 @@ def test_an_explicit_config_file_that_is_missing_is_refused(tmp_path, run_daemon
     assert "configuration file not found" in d.stderr
 
 
-def test_an_expired_park_that_cannot_be_undone_is_reported_once_not_retried_in_a_loop(tmp_path, run_daemon):
+def test_an_expired_park_that_cannot_be_undone_is_retried_with_back_off_until_it_can(tmp_path, run_daemon):
     """The park expires while the file was written back meanwhile (kubeadm): unpark refuses to
-    overwrite the live file, the daemon says so once and keeps it as a problem."""
+    overwrite the live file, the daemon says so and keeps it as a problem; it tries again on later
+    passes, after 2 s, then 4 s, … (one entry per retry, never one per pass), and once the
+    obstacle is gone the unpark goes through and the problem clears, without a restart."""
     root = make_root(tmp_path, "rescan_interval: 1\n")
     mdir = root / MANIFESTS
     d = run_daemon(root)
@@ -513,9 +541,14 @@ def test_an_expired_park_that_cannot_be_undone_is_reported_once_not_retried_in_a
     failed = wait_journal(root, "POLICY_ACTION_FAILED", lambda e: e.get("PRIORITY") == "3", timeout=20)
     assert failed["ERROR"] == "live-file-exists"
     wait_until(lambda: any(p["code"] == "park-expired-unpark-failed" for p in d.heartbeat().get("problems", [])))
-    time.sleep(3)  # three more rescans: no new attempt, no new entry
-    assert len([e for e in journal(root, "POLICY_ACTION_FAILED") if e.get("PRIORITY") == "3"]) == 1
+    time.sleep(3)  # three more rescans: one retry (after 2 s), not one per pass
+    failures = [e for e in journal(root, "POLICY_ACTION_FAILED") if e.get("PRIORITY") == "3"]
+    assert len(failures) == 2 and "(retry 1); tried again in 4 s" in failures[-1]["MESSAGE"]
     assert (mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes() == parked  # nothing lost
+    (mdir / "kube-scheduler.yaml").unlink()  # the obstacle goes: the next retry unparks
+    wait_until(lambda: (mdir / "kube-scheduler.yaml").exists()
+               and (mdir / "kube-scheduler.yaml").read_bytes() == parked, timeout=20)
+    wait_until(lambda: not any(p["code"] == "park-expired-unpark-failed" for p in d.heartbeat().get("problems", [])))
 
 
 def test_a_subdirectory_and_a_symlink_are_reported(tmp_path, run_daemon):

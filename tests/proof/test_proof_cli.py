@@ -122,6 +122,25 @@ def test_parking_the_local_api_load_balancer_needs_force(
     assert rc == 0 and not (mdir / "haproxy.yaml").exists()
 
 
+def test_parking_a_leftover_copy_of_the_apiserver_needs_no_force_the_pod_keeps_running(
+    root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kube-apiserver.yaml.bak defines the apiserver pod too: parking it leaves the kubelet
+    running the pod from kube-apiserver.yaml, so it is not refused as parking the apiserver;
+    parking kube-apiserver.yaml still is refused (the .bak would go on running the pod)."""
+    mdir = root / "etc/kubernetes/manifests"
+    src = CORPUS / "manifests" / "01-zetaoss-kubeadm-kube-apiserver.yaml"
+    shutil.copyfile(src, mdir / "kube-apiserver.yaml")
+    shutil.copyfile(src, mdir / "kube-apiserver.yaml.bak")
+    rc, body = run(capsys, root, "park", "kube-apiserver.yaml.bak")
+    assert rc == 0, body
+    assert "keeps running from kube-apiserver.yaml" in body["msg"]
+    assert "loses its apiserver" not in json.dumps(body)
+    assert (mdir / "kube-apiserver.yaml").exists() and not (mdir / "kube-apiserver.yaml.bak").exists()
+    rc, body = run(capsys, root, "park", "kube-apiserver")  # the last file of the pod: critical again
+    assert rc == EXIT_CONFLICT and body["error"]["code"] == "needs-force"
+
+
 def test_apply_wait_confirms_a_new_config_hash_with_passing_probes(
     root: Path, fake_runtime: FakeRuntime, capsys: pytest.CaptureFixture[str], http_server: Any
 ) -> None:

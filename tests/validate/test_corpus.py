@@ -116,8 +116,8 @@ def test_case_verdicts_match_the_corpus_readme(corpus, tmp_path, name):
 def test_b01_names_the_file_the_kubelet_will_run(corpus, tmp_path):
     found = validate_path(_case(corpus, tmp_path, "B01-backup-shadows-live"), NODE)
     dup = [f for f in found if f.code == "duplicate-pod"]
-    assert len(dup) == 1 and dup[0].path.endswith("/kube-apiserver.yaml")
-    assert "kubelet runs kube-apiserver.yaml.backup" in dup[0].message
+    assert len(dup) == 1 and dup[0].path.endswith("/kube-apiserver.yaml.backup")  # on the file that should go
+    assert "runs the lexically later one, this file, not kube-apiserver.yaml" in dup[0].message
 
 
 def test_b05_truncated_and_b22a_and_b23_carry_line_and_column(corpus, tmp_path):

@@ -45,8 +45,21 @@ def test_duplicates_name_the_lexically_last_file(mdir):
     write(mdir, "z-other.yaml", pod(name="kube-apiserver"))
     found = validate_directory(mdir, NODE)
     dups = [f for f in found if f.code == "duplicate-pod"]
-    assert [Path(f.path).name for f in dups] == ["kube-apiserver.yaml", "kube-apiserver.yaml.orig"]
-    assert all("kubelet runs z-other.yaml" in f.message for f in dups)
+    assert sorted(Path(f.path).name for f in dups) == ["kube-apiserver.yaml", "kube-apiserver.yaml.orig"]
+    assert all("z-other.yaml and ignores this file" in f.message for f in dups)
+
+
+def test_a_duplicate_pod_error_goes_on_the_stray_that_causes_it_not_on_the_good_file(mdir):
+    """kube-apiserver.yaml.bak sorts after kube-apiserver.yaml, so the kubelet runs the leftover;
+    the file that should go is the .bak: the error is on it, and the good file has none."""
+    write(mdir, "kube-apiserver.yaml", pod(name="kube-apiserver"))
+    write(mdir, "kube-apiserver.yaml.bak", pod(name="kube-apiserver"))
+    found = validate_directory(mdir, NODE)
+    dups = [f for f in found if f.code == "duplicate-pod"]
+    assert [Path(f.path).name for f in dups] == ["kube-apiserver.yaml.bak"]
+    assert "the kubelet reads both files and runs the lexically later one, this file" in dups[0].message
+    assert "move this leftover out of the directory" in dups[0].hint
+    assert not [f for f in found if f.severity == "error" and Path(f.path).name == "kube-apiserver.yaml"]
 
 
 def test_same_name_in_different_namespaces_is_not_a_duplicate(mdir):
@@ -136,12 +149,15 @@ def test_host_port_conflict_between_two_pods_is_an_error(mdir):
     assert "kube-system/a in a.yaml" in found[0].message
 
 
-def test_two_control_plane_binaries_on_the_same_inferred_port_conflict(mdir):
+def test_a_port_a_control_plane_flag_names_clashes_at_bind_not_at_admission(mdir):
     api = {"hostNetwork": True, "containers": [container(command=["kube-apiserver", "--secure-port=6443"])]}
     write(mdir, "api.yaml", pod(api, name="kube-apiserver"))
     other = {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 6443}])]}
     write(mdir, "lb.yaml", pod(other, name="haproxy"))
-    assert codes(validate_directory(mdir, NODE)) == ["host-port-conflict"]
+    found = validate_directory(mdir, NODE)
+    assert codes(found) == ["host-port-bind-conflict"]  # admission sees only declared ports
+    assert "admits both pods" in found[0].message and "fails to bind" in found[0].message
+    assert "rejects" not in found[0].message and found[0].kubelet == "accepts"
 
 
 def test_loose_modes_and_owners_warn(mdir):

@@ -63,7 +63,23 @@ def _strictness_inputs(tmp_path: Path) -> dict[str, tuple[str, list]]:
         (mdir / name).chmod(0o600)
     out["duplicate-pod"] = (
         "two files define one pod",
-        [f for f in validate_directory(mdir, NODE) if f.path.endswith("/web.yaml")],
+        [f for f in validate_directory(mdir, NODE) if f.path.endswith("/web.yaml.orig")],
+    )
+    pdir = tmp_path / "ports"
+    pdir.mkdir()
+    apiserver = YAML_POD.replace(b"  name: web\n", b"  name: apiserver\n").replace(
+        b"spec:\n", b"spec:\n  hostNetwork: true\n").replace(
+        b"    image: nginx:1.27\n", b"    image: nginx:1.27\n    command: [kube-apiserver]\n")
+    web = YAML_POD.replace(b"spec:\n", b"spec:\n  hostNetwork: true\n").replace(
+        b"    image: nginx:1.27\n", b"    image: nginx:1.27\n    ports:\n    - containerPort: 6443\n")
+    for name, data in (("apiserver.yaml", apiserver), ("web.yaml", web)):
+        (pdir / name).write_bytes(data)
+        (pdir / name).chmod(0o600)
+    found = validate_directory(pdir, NODE)
+    bound = {f.path for f in found if f.code == "host-port-bind-conflict"}
+    out["host-port-bind-conflict"] = (
+        "a declared port and the port kube-apiserver's --secure-port names (6443)",
+        [f for f in found if f.path in bound],
     )
     return out
 
