@@ -269,7 +269,9 @@ def load_schema() -> dict[str, Any]:
     return _schema_cache
 
 
-def _resolve_path(layout_or_path: Layout | str | os.PathLike[str] | None, path: str | os.PathLike[str] | None):
+def _resolve_path(
+    layout_or_path: Layout | str | os.PathLike[str] | None, path: str | os.PathLike[str] | None
+) -> tuple[Path, bool]:
     """(file, explicit): the file to read and whether the caller named it (so it must exist)."""
     if path is not None:
         return Path(path), True

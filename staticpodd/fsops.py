@@ -199,7 +199,7 @@ def replace(staged: Path, target: Path) -> None:
         fsync_dir(staged.parent)
 
 
-_renameat2 = None
+_renameat2: tuple[object, object] | bool | None = None  # (renameat2, ctypes); False: absent; None: not looked
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

@@ -25,7 +25,6 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(HERE))
 
 from kubelet_lab import APP_IMAGE, Lab, rewrite_image_text  # noqa: E402
 

@@ -7,24 +7,19 @@ stand-in-runtime version of this drill, on three nodes, is tests/cm/test_collect
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
-from pathlib import Path
 
 import yaml
-from e2e_lib import Node, scheduler_bytes
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cm"))
-
-from collection_harness import (  # noqa: E402
+from collection_harness import (
     Fleet,
     ansible_bin,
     ansible_env,
     build_collection,
     install_collection,
 )
-from collection_harness import Node as CmNode  # noqa: E402
+from collection_harness import Node as CmNode
+from e2e_lib import Node, scheduler_bytes
 
 DRILL = "staticpodd.node.rolling_drill"
 PARK = "Park the component (the daemon unparks it at the deadline if this run dies)"

@@ -18,17 +18,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import KUBEADM, Daemon, NotifySocket, corpus_dir, wait_until  # noqa: E402
-from faultlib import Tmpfs, assert_no_traceback, recorded, recorded_digests, run_ctl, sha  # noqa: E402
+from daemon_harness import KUBEADM, Daemon, NotifySocket, corpus_dir, wait_until
+from faultlib import Tmpfs, assert_no_traceback, recorded, recorded_digests, run_ctl, sha
 
 #: free bytes to leave, 0 to 200 KB (tmpfs counts in 4 KiB pages)
 LEVELS = [0, 4096, 8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 163840, 204800]

@@ -19,21 +19,17 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from daemon_harness import Daemon, NotifySocket, make_root, wait_until
+from faultlib import Tmpfs, assert_no_traceback, recorded, run_ctl, sha
+from spd_testlib import small_pod
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_until  # noqa: E402
-from faultlib import Tmpfs, assert_no_traceback, recorded, run_ctl, sha  # noqa: E402
-from spd_testlib import small_pod  # noqa: E402
-
-from staticpodd.lock import FileLock  # noqa: E402
+from staticpodd.lock import FileLock
 
 
 @pytest.fixture

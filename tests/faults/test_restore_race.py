@@ -12,14 +12,11 @@ in-place rewrites (open O_TRUNC, write, close), as an editor or ``cat >`` makes 
 from __future__ import annotations
 
 import random
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_until  # noqa: E402
-from faultlib import recorded, sha  # noqa: E402
+from daemon_harness import Daemon, NotifySocket, make_root, wait_until
+from faultlib import recorded, sha
 
 PAIRS = 120
 

@@ -16,11 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon as DaemonProc  # noqa: E402
-from daemon_harness import NotifySocket, make_root, wait_until  # noqa: E402
+from daemon_harness import Daemon as DaemonProc
+from daemon_harness import NotifySocket, make_root, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 PROM_DIR = "var/lib/prometheus/node-exporter"

@@ -10,17 +10,13 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from daemon_harness import Daemon, NotifySocket, make_root, wait_journal, wait_until
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_journal, wait_until  # noqa: E402
-
-from staticpodd.journal import Event  # noqa: E402
+from staticpodd.journal import Event
 
 M = "etc/kubernetes/manifests"
 

@@ -18,10 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_until  # noqa: E402
+from daemon_harness import Daemon, NotifySocket, make_root, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 M = "etc/kubernetes/manifests"

@@ -13,17 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from daemon_harness import Daemon, NotifySocket, journal, make_root, wait_until
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, journal, make_root, wait_until  # noqa: E402
-
-from staticpodd.sandbox import EXIT_SANDBOX  # noqa: E402
+from staticpodd.sandbox import EXIT_SANDBOX
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
 
