@@ -9,7 +9,7 @@ enter through the sha256 digest the engine's scan just recorded for each live fi
 ``observed`` table) together with ``st_size``, ``st_mtime_ns``, ``st_ctime_ns`` and ``st_ino`` from
 ``lstat`` (any write, rename or chmod changes ctime), so a file replaced or edited after the scan
 read it changes the fingerprint too. The kubelet itself decides by listing and stat at each 20 s
-relist (KUBELET.md "When the kubelet looks").
+relist (docs/kubelet-contract.md "When the kubelet looks").
 """
 
 from __future__ import annotations

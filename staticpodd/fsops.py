@@ -1,6 +1,6 @@
 """The only code that writes, renames or removes anything inside the manifest directory.
 
-Rules it keeps (KUBELET.md "Consequences for staticpodd"):
+Rules it keeps (docs/kubelet-contract.md "Consequences for staticpodd"):
 
 1. Nothing but live manifests ever appears in the directory under a non-dot name: staging files
    live in ``.staticpodd/staging/``, parked copies in ``.staticpodd/parked/``.
@@ -39,7 +39,7 @@ NEW_FILE_GID = 0
 
 STAGING_PREFIX = "stage-"
 
-#: The kubelet refuses files over 10 MB (``maxConfigLength``; KUBELET.md "Which files are pods"):
+#: The kubelet refuses files over 10 MB (``maxConfigLength``; docs/kubelet-contract.md "Which files are pods"):
 #: such files are never copied into the version store.
 KUBELET_MAX_BYTES = 10 * 1024 * 1024
 
@@ -107,7 +107,7 @@ def fsync_dir(path: Path) -> None:
 
 def read_state(path: Path) -> FileState | None:
     """Bytes, mode and owner of the regular file at ``path`` (following a symlink, as the kubelet
-    does: KUBELET.md "Which files are pods"), or None when there is no such file.
+    does: docs/kubelet-contract.md "Which files are pods"), or None when there is no such file.
 
     Raises FsError for a path that exists but cannot be read (e.g. a directory).
     """
@@ -188,7 +188,7 @@ def write_staged(layout: Layout, file_name: str, data: bytes, *, mode: int, uid:
 def replace(staged: Path, target: Path) -> None:
     """Atomically rename ``staged`` over ``target`` (same mount), then fsync both directories.
 
-    Raises FsError (EXDEV means the two are on different mounts: see KUBELET.md consequence 3).
+    Raises FsError (EXDEV means the two are on different mounts: see docs/kubelet-contract.md consequence 3).
     """
     try:
         os.rename(staged, target)
@@ -239,7 +239,7 @@ def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> Fi
     live name out (IN_MOVED_FROM), which a real kubelet 1.34 takes as the file's deletion and
     kills the running pod before re-adding it, so every restore of the same bytes restarted it
     (tests/e2e/test_e2e_restore.py: 0-1 of 10 runs kept their container); ``rename(2)`` gives it
-    one IN_MOVED_TO (KUBELET.md "When the kubelet looks"). The link adds only IN_ATTRIB on the
+    one IN_MOVED_TO (docs/kubelet-contract.md "When the kubelet looks"). The link adds only IN_ATTRIB on the
     live file, a re-read of bytes that do not change the pod. Where no hard link can be made the
     rename happens alone and None is returned. fsyncs both directories. Raises
     ChangedUnderfoot, LiveFileExists (a file appeared where there was none), FsError.

@@ -5,7 +5,7 @@ Pure functions from observations (the engine's ``Change`` records, the validator
 to a :class:`Plan`: journald reports to send and actions to ask the engine for. Nothing here
 touches the filesystem, the store or the journal, so every decision is testable alone.
 
-Policies (README "Configuration"; KUBELET.md "What a broken file does to a running pod"):
+Policies (README "Configuration"; docs/kubelet-contract.md "What a broken file does to a running pod"):
 
 - ``on_invalid: alert`` -- an external write the kubelet will refuse is an INVALID_LIVE error
   (the running pod dies at the kubelet's next 20 s relist); one that only staticpodd's own rules
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 #: What each engine ``Change.kind`` (``staticpodd.engine.Change``) means, as
 #: ``kind -> (event, sentence)``; ``{f}`` is the file name. The kubelet's view: a removal or a
-#: move out of the directory stops the pod at its next look (KUBELET.md "When the kubelet looks").
+#: move out of the directory stops the pod at its next look (docs/kubelet-contract.md "When the kubelet looks").
 CHANGE_KINDS: dict[str, tuple[Event, str]] = {
     "adopted": (Event.EXTERNAL_CHANGE, "{f} was adopted: first seen by staticpodd, on an empty version store"),
     "created": (Event.EXTERNAL_CHANGE, "{f} was created by someone else"),
@@ -137,7 +137,7 @@ def over_our_limit_only(findings: Iterable[Any], size: int | None) -> int | None
     """``size`` when the only error among ``findings`` is ``too-large`` and ``size`` (bytes, the
     file's real size) is at most the kubelet's own limit: the file is refused only by
     staticpodd's ``max_manifest_bytes`` and the kubelet still reads it (pkg/kubelet/config/file.go
-    maxConfigLength, 10 MiB; KUBELET.md "Which files are pods"). None otherwise."""
+    maxConfigLength, 10 MiB; docs/kubelet-contract.md "Which files are pods"). None otherwise."""
     from .manifest import KUBELET_MAX_BYTES
 
     codes = {str(_get(f, "code")) for f in findings if _get(f, "severity") == "error"}
@@ -154,7 +154,7 @@ def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
     The gate of ``on_invalid: restore`` and of every message saying "the kubelet drops its pod"
     (issue 10 "Two levels, not one"). ``findings``: Finding objects or dicts with ``kubelet``
     (staticpodd.validate.verdict); ``size``: the file's real size, for findings made without a
-    ``kubelet`` level. KUBELET.md "What the kubelet refuses", "How a file is decoded".
+    ``kubelet`` level. docs/kubelet-contract.md "What the kubelet refuses", "How a file is decoded".
     """
     from .validate.verdict import kubelet_refuses
 
@@ -167,7 +167,7 @@ def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
 def relist_words(relist: float | None) -> str:
     """How soon the kubelet's next relist comes, in words: its ``fileCheckFrequency`` in seconds
     (:func:`staticpodd.proof.kubeletconfig.file_check_frequency`), or "about 20 s" (its default)
-    when not known. KUBELET.md "When the kubelet looks"."""
+    when not known. docs/kubelet-contract.md "When the kubelet looks"."""
     return f"within {relist:g} s, its fileCheckFrequency" if relist else "about 20 s"
 
 

@@ -251,7 +251,7 @@ class VersionStore:
         before that commit with it (the WAL is one file, appended in order). So it fits what may
         be lost to a power cut, or is made durable by a FULL commit before it matters: a cache
         row, the record of bytes still on disk that an intent commits before they are replaced
-        (KUBELET.md consequence 2 keeps the file's own fsync). Nested calls join the outer
+        (docs/kubelet-contract.md consequence 2 keeps the file's own fsync). Nested calls join the outer
         transaction (with its synchronous setting)."""
         if self._db.in_transaction or self.readonly:
             with self.transaction() as db:

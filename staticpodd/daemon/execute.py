@@ -223,7 +223,7 @@ class ExecuteMixin(WriterHoldsMixin):
         ``.bak``'s UID (the UID hashes the file path); no quarantine can be that fast. Moving the
         stray out is a delete to the kubelet, which removes that pod too; the file it should run
         is re-read only at the next relist (up to fileCheckFrequency, 20 s by default) unless an
-        event on it arrives. The touch is that event (KUBELET.md "When the kubelet looks";
+        event on it arrives. The touch is that event (docs/kubelet-contract.md "When the kubelet looks";
         consequence 6 forbids touching an unchanged file, except here, where re-reading it is
         exactly what is needed). The live file's bytes, mode and owner are unchanged.
         """

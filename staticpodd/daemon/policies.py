@@ -108,7 +108,7 @@ class PlanMixin(QuietMixin):
         when the store has an earlier version to go back to. Never restored: a stray by its name,
         a parked component (a write-back breaks the park, PARK_BROKEN), a file being written, or
         bytes whose restore already failed (no retry loop: a new write is tried again).
-        KUBELET.md "What a broken file does to a running pod" (the pod dies at the next relist).
+        docs/kubelet-contract.md "What a broken file does to a running pod" (the pod dies at the next relist).
         """
         out = Plan()
         mdir = self.layout.manifest_dir

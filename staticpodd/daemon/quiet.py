@@ -1,6 +1,6 @@
 """Quiet periodic rescans: a timer-driven full rescan of a node where nothing moved does nothing.
 
-The periodic rescan (``rescan_interval``) is the safety net under inotify (KUBELET.md
+The periodic rescan (``rescan_interval``) is the safety net under inotify (docs/kubelet-contract.md
 consequence 8: events can be lost). When the last full pass found nothing to do and since then
 no directory entry's stat (name, mode, owner, size, mtime, ctime, inode: :mod:`staticpodd.dirprint`,
 of the manifest directory and of ``.staticpodd/parked/``) changed, nobody committed to the

@@ -1,7 +1,7 @@
 """Layer 4, containers: what the kubelet refuses in ``spec.containers`` and ``spec.initContainers``.
 
 Names, images, enums, ports (and host ports), volume mounts, env, resources and probes, as
-pkg/apis/core/validation/validation.go checks them in ``ValidatePodCreate`` (KUBELET.md "What the
+pkg/apis/core/validation/validation.go checks them in ``ValidatePodCreate`` (docs/kubelet-contract.md "What the
 kubelet refuses"). Every error here means: the file is refused, and a pod it was running is
 removed at the next 20 s relist. Pod-level rules are in :mod:`.podrules`, which re-exports
 :func:`rule_containers`.

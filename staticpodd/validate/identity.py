@@ -1,6 +1,6 @@
 """Layer 2: kind and identity -- exactly one ``apiVersion: v1``, ``kind: Pod`` with a good name.
 
-Source: KUBELET.md "How a file is decoded"; upstream pkg/kubelet/config/common.go
+Source: docs/kubelet-contract.md "How a file is decoded"; upstream pkg/kubelet/config/common.go
 (``tryDecodeSinglePod``, ``applyDefaults``: the pod is renamed ``<name>-<node name>`` and then
 validated with pkg/apis/core/validation/validation.go ``ValidatePodCreate``).
 """

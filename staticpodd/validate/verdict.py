@@ -47,7 +47,7 @@ def kubelet_refused(findings: Iterable[Any]) -> list[Any]:
 
 
 def kubelet_refuses(findings: Iterable[Any]) -> bool:
-    """True when the kubelet will not run this file's pod (KUBELET.md "What the kubelet refuses").
+    """True when the kubelet will not run this file's pod (docs/kubelet-contract.md "What the kubelet refuses").
 
     The daemon's ``on_invalid: restore`` gate: only such a file may be restored over, and only
     for it may a message say "the kubelet drops its pod".

@@ -71,7 +71,7 @@ SCHEDULER = (
 def scheduler(name: str, v: int) -> str:
     """:data:`SCHEDULER` as pod ``name``, version ``v``: each pod on a host port of its own
     (``--secure-port``: ``extra-NNNN`` on 20000 + NNNN), as on a real node, where two pods on one
-    port leave one rejected at admission and apply/unpark refuse it (KUBELET.md "What the kubelet
+    port leave one rejected at admission and apply/unpark refuse it (docs/kubelet-contract.md "What the kubelet
     refuses")."""
     port = 20000 + int(name[6:]) if name.startswith("extra-") else 10259
     return SCHEDULER.format(name=name, v=v, port=port)

@@ -1,5 +1,5 @@
 """Issue 14: what park and unpark do must depend on the component asked, not on how many others
-the node has, while the duplicate-pod checks (KUBELET.md "Duplicate names across files") still
+the node has, while the duplicate-pod checks (docs/kubelet-contract.md "Duplicate names across files") still
 see every live file. Counted (store queries, directory listings), never timed."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_a_twin_written_after_the_last_apply_is_still_refused(eng, sandbox) -> N
 
 
 def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypatch) -> None:
-    # The host-port check (KUBELET.md "What the kubelet refuses") looks at every other live
+    # The host-port check (docs/kubelet-contract.md "What the kubelet refuses") looks at every other live
     # file's claims, memoised by digest and trusted while the file's stat is what it was when
     # its bytes were read: after the first look, the 29 others are neither read nor decoded, and
     # the two checks of the other files (duplicates, host ports) stat each of them once.

@@ -120,7 +120,7 @@ def test_state_and_runtime_directories_are_the_layouts(unit) -> None:
 
 def test_sandbox_writes_the_manifest_directory_and_nothing_else(unit) -> None:
     """ProtectSystem=strict plus exactly the manifest directory as one bind mount: nothing inside
-    it is mounted separately (a rename across a bind mount fails with EXDEV: KUBELET.md
+    it is mounted separately (a rename across a bind mount fails with EXDEV: docs/kubelet-contract.md
     consequence 3), no parent of it is granted, and there is no network."""
     svc = unit["Service"]
     assert svc["ProtectSystem"] == ["strict"]

@@ -4,7 +4,7 @@ Every deliberate strictness (``staticpodd.validate.codes.STRICTNESS``) is pinned
 an error for staticpodd (apply/validate refuse it, exit codes unchanged) while the finding says
 the kubelet runs it. The real-kubelet tier (tests/e2e) treats any other disagreement with a real
 kubelet as a failure. Also: the corrected verdicts of issue 10 ("The verdict model is wrong in
-places") and issue 11 items 8-10, each against KUBELET.md "How a file is decoded".
+places") and issue 11 items 8-10, each against docs/kubelet-contract.md "How a file is decoded".
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _strictness_inputs(tmp_path: Path) -> dict[str, tuple[str, list]]:
     out["yaml-duplicate-key"] = ("a key given twice", validate_bytes(dup, "dup.yaml", NODE))
     multi = YAML_POD + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
     out["multiple-documents"] = ("a second document after the Pod", validate_bytes(multi, "multi.yaml", NODE))
-    big = b"# " + b"x" * (2 * 1024 * 1024) + b"\n" + YAML_POD  # 2 MiB: runs (KUBELET.md)
+    big = b"# " + b"x" * (2 * 1024 * 1024) + b"\n" + YAML_POD  # 2 MiB: runs (docs/kubelet-contract.md)
     out["too-large"] = ("2 MiB", validate_bytes(big, "big.yaml", NODE))
     bad_utf8 = pod(meta={"annotations": {"note": "XX"}}).replace(b'"XX"', b'"X\xffX"')
     out["not-utf8"] = ("invalid UTF-8 inside a JSON string", validate_bytes(bad_utf8, "u.json", NODE))
@@ -115,7 +115,7 @@ def test_apply_refuses_both_levels_but_says_which_one(tmp_path):
     ],
 )
 def test_a_file_starting_with_a_brace_is_strict_json_as_the_kubelet_reads_it(mutation, what):
-    """KUBELET.md "How a file is decoded": the first non-space byte '{' means strict JSON
+    """docs/kubelet-contract.md "How a file is decoded": the first non-space byte '{' means strict JSON
     (apimachinery util/yaml ToJSON, hasJSONPrefix); the same bytes after a '# comment' line are
     YAML and run."""
     data = mutation(pod())
