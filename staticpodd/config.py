@@ -19,7 +19,7 @@ from .errors import ConfigError
 from .layout import Layout
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -417,7 +417,7 @@ def load_config(
 
     errors: list[Any] = []
     if data != {}:  # nothing set (the packaged file is all comments) is all defaults: no schema
-        # library in the daemon's memory for it (about 4 MB, issue 14)
+        # library in the daemon's memory for it (about 4 MB)
         import jsonschema
 
         validator_cls = jsonschema.validators.validator_for(load_schema())

@@ -1,5 +1,5 @@
 """A cheap fingerprint of the manifest directory, so the daemon's periodic full rescan of an
-unchanged directory does no YAML parsing or validation (issue 14).
+unchanged directory does no YAML parsing or validation.
 
 The directory-level findings (:func:`staticpodd.validate.validate_directory`: duplicates, host
 ports, node fit, strays, symlinks, modes) depend only on the directory's own mode and owner,
@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

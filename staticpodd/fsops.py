@@ -28,7 +28,7 @@ from .errors import FsError, LiveFileExists
 from .layout import Layout
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Final
 
@@ -377,7 +377,7 @@ def remove_private_dir_if_alone(layout: Layout) -> bool:
     """Remove ``<manifests>/.staticpodd/`` when it is the only entry of the manifest directory
     and holds nothing but its empty subdirectories (parked, staging, quarantine).
 
-    Issue 12.2 reported that kubeadm's preflight ``DirAvailable--etc-kubernetes-manifests``
+    It was reported that kubeadm's preflight ``DirAvailable--etc-kubernetes-manifests``
     refuses a non-empty directory, dot-entries included. kubeadm v1.34.2 has no such check on
     the manifest directory (``cmd/kubeadm/app/preflight/checks.go``: ``InitNodeChecks`` only
     requires the four manifest files to be absent; ``DirAvailableCheck`` runs on etcd's data

@@ -5,7 +5,7 @@ pkg/kubelet/lifecycle/predicate.go).
 
 A claim is ``(protocol, port, hostIP, field)`` as :func:`staticpodd.validate.podfacts.host_ports`
 makes it. Pure, and imports nothing of staticpodd: the engine's check runs on every ``apply``/``unpark`` and
-must not load the decoders for files whose claims are memoised (issue 14). Hashed into the
+must not load the decoders for files whose claims are memoised. Hashed into the
 validator id with ``validate/`` (:data:`staticpodd.resources._DECODER`): the daemon's kept
 directory findings depend on it.
 """

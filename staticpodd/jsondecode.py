@@ -23,7 +23,7 @@ import re
 from staticpodd.decoded import DecodeProblem
 from staticpodd.positions import join_path
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -15,7 +15,7 @@ and records where each field came from so findings can name ``file:line:column``
 stricter than the kubelet in three places the issue asks for: duplicate mapping keys, a
 second non-empty document, and non-UTF-8 bytes are errors.
 
-Layout (issue 15): :mod:`staticpodd.positions` (field paths, ``file:line:column``),
+Layout: :mod:`staticpodd.positions` (field paths, ``file:line:column``),
 :mod:`staticpodd.decoded` (DecodeProblem, Decoded, Manifest, size limits),
 :mod:`staticpodd.decoding` (:func:`decode`: JSON or YAML by the first byte),
 :mod:`staticpodd.yamldecode` and :mod:`staticpodd.yamlresolve` (go-yaml v2),
@@ -34,7 +34,7 @@ from staticpodd.errors import InvalidManifest
 from staticpodd.positions import join_path, locate
 from staticpodd.yamlresolve import resolve_plain
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

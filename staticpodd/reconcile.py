@@ -11,7 +11,7 @@ Policies (README "Configuration"; docs/kubelet-contract.md "What a broken file d
   (the running pod dies at the kubelet's next 20 s relist); one that only staticpodd's own rules
   refuse (the kubelet runs it: :func:`kubelet_drops`) is an INVALID_LIVE warning. ``restore`` --
   also put back the newest version that passed the gate (the bad bytes stay in history), only
-  for what the kubelet refuses (issue 10 "Two levels, not one").
+  for what the kubelet refuses (the two levels, not one).
 - ``on_stray: alert`` -- a stray file the kubelet would run is a STRAY_FOUND warning.
   ``quarantine`` -- also move it into ``.staticpodd/quarantine/`` (recorded, restorable).
 - An expired park is restored (PARK_EXPIRED, then unpark), whoever parked it and whenever.
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from .journal import ERR, NOTICE, WARNING, Event
 from .record import FrozenRecord, Record
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -152,7 +152,7 @@ def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
     size over ``max_manifest_bytes`` but within 10 MiB ...: the kubelet runs it).
 
     The gate of ``on_invalid: restore`` and of every message saying "the kubelet drops its pod"
-    (issue 10 "Two levels, not one"). ``findings``: Finding objects or dicts with ``kubelet``
+    (the two levels, not one). ``findings``: Finding objects or dicts with ``kubelet``
     (staticpodd.validate.verdict); ``size``: the file's real size, for findings made without a
     ``kubelet`` level. docs/kubelet-contract.md "What the kubelet refuses", "How a file is decoded".
     """

@@ -19,7 +19,7 @@ Shapes:
 - :class:`Watcher`: one watchdog ``Observer`` with two non-recursive watches, the manifest
   directory and ``.staticpodd/parked/``; re-created when the directory is replaced or recreated.
 
-About 640 lines, a little over the ~600 of issue 15 on purpose: the parts above share one
+About 640 lines, a little over the ~600 a module should stay under, on purpose: the parts above share one
 vocabulary (event types, hints, the manifest directory's names) and are read together when
 following an event; no class is over 220 lines. If it grows, :func:`open_writers` and
 :class:`Writer` (the ``/proc`` scan) are the part to move out.
@@ -227,7 +227,7 @@ class Hints:
 
     def note_closed(self, name: str) -> None:
         """A writer closed live file ``name`` (any thread); wakes the main loop, which may look
-        at it before its debounce (:mod:`staticpodd.refused`, issue 10)."""
+        at it before its debounce (:mod:`staticpodd.refused`)."""
         with self._lock:
             self._closed.add(name)
         self.wake()

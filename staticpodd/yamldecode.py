@@ -31,7 +31,7 @@ from staticpodd.yamlresolve import (
     resolve_plain,
 )
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -235,8 +235,8 @@ class _Builder:
         """True for a scalar written with the non-specific tag ``!`` (``! 5``).
 
         libyaml hands it to the resolver like an untagged plain scalar; go-yaml v2 keeps the tag
-        "!", which ``resolve`` does not know, so the value stays the string as written (issue 11
-        item 9; go-yaml v2 resolve.go resolvableTag). A plain scalar never starts with ``!``.
+        "!", which ``resolve`` does not know, so the value stays the string as written (as
+        go-yaml v2 does: resolve.go resolvableTag). A plain scalar never starts with ``!``.
         """
         i = node.start_mark.index
         text = self.text

@@ -103,7 +103,7 @@ class ExecuteMixin(WriterHoldsMixin):
             try:
                 if a.verb == "restore":
                     # the bytes judged invalid in this pass (the scan's observation): the engine
-                    # restores only while the live file still holds exactly them (issue 11 item 2)
+                    # restores only while the live file still holds exactly them
                     judged = self.engine.store.observed().get(f"live/{a.file_name}")
                     res = self.engine.restore_last_good(a.target, reason=a.reason,
                                                         judged_digest=_get(judged, "digest") or "")
@@ -218,7 +218,7 @@ class ExecuteMixin(WriterHoldsMixin):
         file that defines it now, so the kubelet re-adds that pod at once (inotify IN_ATTRIB ->
         re-read) instead of at its next relist, and say truthfully what the stray already did.
 
-        Seen on a real kubelet 1.34 (issue 10): it reads a new ``x.yaml.bak`` 2-3 ms after the
+        Seen on a real kubelet 1.34: it reads a new ``x.yaml.bak`` 2-3 ms after the
         ``cp`` and, the ``.bak`` sorting last, kills the running pod to start it under the
         ``.bak``'s UID (the UID hashes the file path); no quarantine can be that fast. Moving the
         stray out is a delete to the kubelet, which removes that pod too; the file it should run

@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 
 # Names are resolved on first use (PEP 562): a read verb imports only the core and the query
-# family, never the mutating families it does not run (issue 14's start-up goal).
+# family, never the mutating families it does not run (start-up cost).
 _LAZY = {
     "Engine": ".full",
     "Reader": ".reader",

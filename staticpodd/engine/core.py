@@ -25,7 +25,7 @@ from ..termsafe import note_names, printable_name
 from .fsfacts import _entry_is_file, is_utf8_name
 from .model import Actor, OpWarning, Target, _q
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -24,7 +24,7 @@ from .core import EngineCore
 from .fsfacts import _sig_text, _stat_sig
 from .model import _q
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -288,7 +288,7 @@ class GateCore(EngineCore):
     def one_look(self) -> Iterator[None]:
         """Within it, the checks of new bytes against the other live files (duplicates, host
         ports: :meth:`files_defining`, ``live_port_claims``) share one listing and one stat per
-        file, taken by the first of them (issue 14: each verb costs one stat per file, not one
+        file, taken by the first of them (each verb costs one stat per file, not one
         per check). Re-entrant; a new look lists and stats again."""
         if self._looking:
             yield

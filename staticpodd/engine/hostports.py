@@ -6,7 +6,7 @@ other (docs/kubelet-contract.md "What the kubelet refuses": "Host ports already 
 :class:`PortsCore` refuses such bytes before ``apply``, ``edit``, ``rollback`` or ``unpark`` put
 them live, by the same rule (:func:`staticpodd.hostclaims.claims_clash`).
 
-Cost (issue 14): each live file's claims are a fact about its bytes, memoised in the store by
+Cost: each live file's claims are a fact about its bytes, memoised in the store by
 digest (``facts``, kind :meth:`PortsCore._ports_kind`), and found for every live file with one
 query joined on the stat signature its bytes were read with
 (:meth:`VersionStore.live_identities_and_facts`):
@@ -25,7 +25,7 @@ from ..store import digest_of
 from .gate import GateCore
 from .model import _q
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -92,8 +92,7 @@ class PortsCore(GateCore):
         files are pods"). A file whose stat is what it was when its bytes were read is not read
         again (:meth:`VersionStore.live_identities_and_facts`, in one look: :meth:`one_look`).
         ``ports``: ``(protocol, port)`` pairs; when given, a file whose memoised claims hold none
-        of them may be left out (its memo is not even decoded: one substring test per file,
-        issue 14)."""
+        of them may be left out (its memo is not even decoded: one substring test per file)."""
         with self.one_look():  # in a verb's look: the listing, stats and rows its duplicate check read
             return self._live_port_claims(besides, ports)
 

@@ -22,7 +22,7 @@ from ..store import digest_of, iso
 from .model import OpWarning, Result, _human_duration, _q
 from .swap import SwapVerbs
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -24,7 +24,7 @@ from .model import EXTERNAL, OpWarning, Result, Target, _q, unified_diff
 from .recover import RecoverVerbs
 from .scan import ScanVerbs
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -439,7 +439,7 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
         acts only while the live file still holds exactly those bytes: a write that landed after
         the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
         is raised instead (the caller looks again). The digest is compared once here and again
-        right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
+        right before the rename (:func:`fsops.replace_checked`). A valid write must never be reverted.
 
         ``unrecorded``: the live file ``name`` (its file name then, not a component's) as the
         caller read and judged it under the lock it holds, not recorded yet (the daemon's restore

@@ -80,7 +80,7 @@ def pod_spec_changed(old_doc: Mapping[str, Any] | None, new_doc: Mapping[str, An
 class Prover(PodLooks):
     """Watches the container runtime (and probes) for one node.
 
-    About 420 lines, over the ~400 of issue 15 on purpose: most of it is :meth:`wait_started`, one
+    About 420 lines, over the ~400 a module should stay under, on purpose: most of it is :meth:`wait_started`, one
     poll loop whose states (sandbox, containers, health, relist) share its locals; cut into
     pieces it would be harder to follow. How it looks and judges is in :class:`.looking.PodLooks`.
 
@@ -221,7 +221,7 @@ class Prover(PodLooks):
             if self.clock() >= deadline:
                 break
             # the kubelet stops a removed pod within about a second: look more often than the
-            # default interval, so park --wait ends close to the moment it stopped (issue 10)
+            # default interval, so park --wait ends close to the moment it stopped
             self.sleep(min(self.poll_interval, STOP_POLL_INTERVAL, max(0.0, deadline - self.clock())))
         elapsed = self.clock() - start
         if last is None:

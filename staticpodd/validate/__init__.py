@@ -34,7 +34,7 @@ from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSIO
 from staticpodd.validate.identity import DECODE_CODES, identity_findings
 from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

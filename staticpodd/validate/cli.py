@@ -19,7 +19,7 @@ from pathlib import Path
 from staticpodd.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from staticpodd.termsafe import json_safe, printable_name, safe
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import IO, Any
 

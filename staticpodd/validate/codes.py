@@ -1,7 +1,7 @@
 """Every finding code the validator can emit: part of the ``--json`` contract; never rename one.
 
 ``CODES[code] = (layer, severity, source)``. :data:`KUBELET` says what the kubelet itself does
-with a file that has an *error* of that code (the two levels: issue 10, docs/kubelet-contract.md "How a file is
+with a file that has an *error* of that code (the two levels; docs/kubelet-contract.md "How a file is
 decoded", "What the kubelet refuses"); :data:`STRICTNESS` lists every deliberate strictness (an
 error staticpodd makes where the kubelet runs the file), each pinned by a test in
 ``tests/validate/test_verdicts.py`` and listed in README "Validation that agrees with the kubelet".
@@ -16,7 +16,7 @@ from __future__ import annotations
 CODES: dict[str, tuple[int, str, str]] = {
     # 1. reading like the kubelet -- docs/kubelet-contract.md "How a file is decoded"; sigs.k8s.io/yaml, go-yaml v2
     "too-large": (1, "error", "pkg/kubelet/config/file.go maxConfigLength (10 MB; ours lower by default)"),
-    "not-utf8": (1, "error", "issue 4 layer 1"),
+    "not-utf8": (1, "error", "layer 1: the kubelet reads the bytes as UTF-8 text"),
     "yaml-syntax": (1, "error", "sigs.k8s.io/yaml YAMLToJSON (go-yaml v2 parser)"),
     "yaml-tab": (1, "error", "YAML 1.1: tabs are not indentation; go-yaml v2 scanner"),
     "yaml-duplicate-key": (1, "error", "docs/kubelet-contract.md 'How a file is decoded' (kubelet: last value wins)"),

@@ -16,7 +16,7 @@ from staticpodd.validate.identity import dns1123_label_errors
 from staticpodd.validate.quantity import parse_quantity
 from staticpodd.validate.ruletools import REFUSED, _int, _suggest
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -20,7 +20,7 @@ from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
 from staticpodd.validate.verdict import kubelet_refuses
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,6 +1,6 @@
 """The Finding record every validation rule returns, and the helper rules use to make one.
 
-Two levels (issue 10 "Two levels, not one"; docs/kubelet-contract.md "What the kubelet refuses"): every
+Two levels (the two levels, not one; docs/kubelet-contract.md "What the kubelet refuses"): every
 finding says what *the kubelet itself* does with the file (:attr:`Finding.kubelet`), apart from
 whether *staticpodd* refuses to install it (:attr:`Finding.severity` ``"error"``). The verdict
 for a whole file is :func:`staticpodd.validate.verdict.verdict`.
@@ -12,7 +12,7 @@ from staticpodd.positions import locate
 
 from ..record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

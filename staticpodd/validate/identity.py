@@ -12,7 +12,7 @@ import re
 from staticpodd.positions import locate
 from staticpodd.validate.findings import Finding, make
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,7 +25,7 @@ from staticpodd.validate.context import Context, Options, as_dict, as_list
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from staticpodd.validate.podfacts import PodFacts
 

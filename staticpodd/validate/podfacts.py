@@ -5,7 +5,7 @@ passes over one directory.
 fit: docs/kubelet-contract.md "Duplicate names across files", "What the kubelet refuses"), kept instead of
 its decoded document and source positions. :class:`FileMemo` keeps each file's own findings and
 facts under the sha256 of its bytes, so a pass over a directory where one file changed decodes
-and validates that file only (issue 14: the cost of a pass follows the change, not the node).
+and validates that file only (the cost of a pass follows the change, not the node).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from staticpodd.record import FrozenRecord
 from staticpodd.validate.context import Options, as_dict, as_list
 from staticpodd.validate.findings import Finding
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Final
 

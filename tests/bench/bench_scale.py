@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How staticpodd's cost grows with the node (issue 14's table), printed as ratios in one run.
+"""How staticpodd's cost grows with the node, printed as ratios in one run.
 
 Not a test: these machines are noisy, so every figure is a median of repeated runs and every goal
 is a ratio between two figures taken side by side in the same run. The stores are built through
@@ -300,7 +300,7 @@ def real_store_ratio(tmp: Path, versions: int) -> Row:
 
 
 #: (commit, its schema): stores written by older code, upgraded by this tree's on open. bc6b9da^ is
-#: the first release (schema 2); 6ecb680 the last schema-3 code (issue 14's branch point).
+#: the first release (schema 2); 6ecb680 the last schema-3 code (before the store-size work).
 OLD_STORES = (("bc6b9da^", 2), ("6ecb680", 3))
 
 

@@ -1,4 +1,4 @@
-"""Issue 14: what park and unpark do must depend on the component asked, not on how many others
+"""Cost that follows the change: what park and unpark do must depend on the component asked, not on how many others
 the node has, while the duplicate-pod checks (docs/kubelet-contract.md "Duplicate names across files") still
 see every live file. Counted (store queries, directory listings), never timed."""
 
@@ -77,7 +77,7 @@ def test_a_twin_edited_by_hand_is_still_seen_by_park(eng, sandbox) -> None:
 
 
 def test_the_first_park_on_a_fresh_node_caches_every_identity_in_one_commit(sandbox, monkeypatch) -> None:
-    # Seen profiling issue 14: the first park after adoption cached the pod identity of each other
+    # Seen profiling a 1,000-manifest node: the first park after adoption cached the pod identity of each other
     # live file in a transaction of its own (1,000 commits, ~2 s, on a node of 1,000 manifests).
     monkeypatch.setenv("STATICPODD_NO_JOURNAL", "1")
     for i in range(30):

@@ -1,4 +1,4 @@
-"""Helpers of the real-kubelet tier (issue 10): a node root watched by a real kubelet.
+"""Helpers of the real-kubelet tier: a node root watched by a real kubelet.
 
 A :class:`Node` is a staticpodd ``--root`` whose ``etc/kubernetes/manifests`` is the lab
 kubelet's ``staticPodPath``. Its ``var/lib/kubelet/config.yaml`` carries the kubelet's

@@ -1,5 +1,5 @@
-"""The Ansible collection's rolling drill against a real kubelet 1.34 + containerd (issues 10
-and 13): ``ansible-playbook staticpodd.node.rolling_drill`` from the built tarball parks the
+"""The Ansible collection's rolling drill against a real kubelet 1.34 + containerd (the real-kubelet
+tier and the collection): ``ansible-playbook staticpodd.node.rolling_drill`` from the built tarball parks the
 scheduler with ``wait`` (the real runtime shows it stopped before the task returns), holds, and
 unparks with ``wait`` (it runs again and its probes pass before the task returns). The
 stand-in-runtime version of this drill, on three nodes, is tests/cm/test_collection_drill.py."""

@@ -1,4 +1,4 @@
-"""Proof 4 of issue 10 against a real kubelet 1.34 + containerd: with the daemon running and
+"""The real-kubelet tier (4) against a real kubelet 1.34 + containerd: with the daemon running and
 ``on_invalid: restore``, invalid bytes written over a running manifest are replaced by the good
 ones before the kubelet's relist, and the running container is never restarted (same sandbox,
 same container, same attempt count), 10 times in a row, at the kubelet's default 20 s relist

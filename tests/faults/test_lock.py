@@ -1,11 +1,11 @@
 """The lock under faults: a full /run, and a hostile local user.
 
-issue 11 item 3: ``FileLock.acquire`` took the flock, then the pid ``pwrite`` raised ENOSPC and
+A fault seen before: ``FileLock.acquire`` took the flock, then the pid ``pwrite`` raised ENOSPC and
 the descriptor was never closed: the process (the daemon) held the flock for good, and every
 staticpodctl exited 5 after space came back. Now writing the holder's pid is best effort and the
 descriptor is closed on every error path.
 
-issue 11 item 6: ``/run/staticpodd/lock`` was 0644 and flock(2) works on a read-only descriptor,
+A fault seen before: ``/run/staticpodd/lock`` was 0644 and flock(2) works on a read-only descriptor,
 so any local user could block every staticpodctl and the daemon's start. Now the lock file and
 the daemon's pid file are 0600 (an older 0644 one is tightened), so an unprivileged user cannot
 open them. Tested as the real user ``nobody`` with util-linux's ``runuser`` and ``flock``.

@@ -1,4 +1,4 @@
-"""Metrics that alerting can use (issue 12.7), from a real daemon on a sandbox --root.
+"""Metrics that alerting can use, from a real daemon on a sandbox --root.
 
 Real parts: staticpodd as a subprocess (tests/daemon/daemon_harness.py), the version store,
 Debian's ``promtool`` (package ``prometheus``): ``promtool check metrics`` lints the textfile and

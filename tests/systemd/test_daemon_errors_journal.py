@@ -1,5 +1,5 @@
 """Every error the daemon meets is a journal entry with a MESSAGE_ID and priority <= warning, and
-the first file adopted on an empty store gets its entry too (issue 12.5).
+the first file adopted on an empty store gets its entry too.
 
 Real staticpodd subprocesses on sandbox roots (tests/daemon/daemon_harness.py), real journald
 read back with journalctl (entries filtered by STATICPODD_ROOT).

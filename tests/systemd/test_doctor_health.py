@@ -1,4 +1,4 @@
-"""`staticpodctl doctor` as automation reads it (issue 12.5, 11.5): its exit status and its count.
+"""`staticpodctl doctor` as automation reads it : its exit status and its count.
 
 Real parts: a staticpodd subprocess on a sandbox --root (tests/daemon/daemon_harness.py) and its
 heartbeat, the CLI as a process, read-only bind mounts (needs root; `mount -o remount,bind,ro`).

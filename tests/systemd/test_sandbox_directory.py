@@ -1,4 +1,4 @@
-"""The daemon and a manifest directory its sandbox shows read-only (issue 12.1, 12.3), on the host.
+"""The daemon and a manifest directory its sandbox shows read-only , on the host.
 
 Under the unit, ``ProtectSystem=strict`` makes everything read-only except the ``ReadWritePaths=``
 bind mounts systemd made at start: a directory created (or recreated) later is seen read-only.

@@ -1,10 +1,10 @@
-"""Two levels (issue 10 "Two levels, not one"): what the kubelet refuses vs staticpodd's own strictness.
+"""Two levels (the two levels, not one): what the kubelet refuses vs staticpodd's own strictness.
 
 Every deliberate strictness (``staticpodd.validate.codes.STRICTNESS``) is pinned here: the file is
 an error for staticpodd (apply/validate refuse it, exit codes unchanged) while the finding says
 the kubelet runs it. The real-kubelet tier (tests/e2e) treats any other disagreement with a real
-kubelet as a failure. Also: the corrected verdicts of issue 10 ("The verdict model is wrong in
-places") and issue 11 items 8-10, each against docs/kubelet-contract.md "How a file is decoded".
+kubelet as a failure. Also: the corrected verdicts ("The verdict model is wrong in
+places") and the decoding corner cases, each against docs/kubelet-contract.md "How a file is decoded".
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_apply_refuses_both_levels_but_says_which_one(tmp_path):
     assert kubelets.value.message.endswith("the kubelet would refuse this file"), kubelets.value.message
 
 
-# ---------------------------------------------------------------- issue 10: the corrected verdicts
+# ---------------------------------------------------------------- the corrected verdicts
 
 @pytest.mark.parametrize(
     "mutation, what",
@@ -171,7 +171,7 @@ def test_a_2_mib_file_runs_and_is_judged_whole():
     assert errors(validate_bytes(huge, "huge.yaml", NODE)) == [("too-large", "refuses")]
 
 
-# ---------------------------------------------------------------- issue 11 items 8-10
+# ---------------------------------------------------------------- decoding corner cases
 
 def test_utf16_with_a_bom_is_read_as_the_kubelet_reads_it():
     for codec, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")):
