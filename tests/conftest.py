@@ -29,7 +29,7 @@ TIER_OF_DIR = {
     "core": "fast",
     "validate": "fast",
     "proof": "fast",
-    "adversarial": "fast",
+    "adversarial": "daemon",  # several files start a real daemon (symlinked dirs, SIGHUP, restores)
     "hooks": "daemon",
     "metrics": "daemon",
     "daemon": "daemon",
