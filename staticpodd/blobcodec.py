@@ -1,4 +1,4 @@
-"""How the version store keeps a manifest's bytes on disk (issue 14): compressed, losslessly.
+"""How the version store keeps a manifest's bytes on disk: compressed, losslessly.
 
 A blob row carries a ``codec`` naming how its ``data`` column was written:
 

@@ -6,7 +6,7 @@ then the verb's fields, or ``error`` with a stable ``code``); humans get short s
 tables. Exit statuses are in :mod:`staticpodd.errors` and README "Exit codes".
 
 Import cost matters: ``park``, ``unpark``, ``status`` and ``history`` must not import jsonschema
-or watchdog (issue 2), so the parser is built for the verb asked (:mod:`staticpodd.commands.parser`),
+or watchdog, so the parser is built for the verb asked (:mod:`staticpodd.commands.parser`),
 only that verb's module is imported (when its handler runs), and heavy modules are imported inside
 the handlers that need them. The handlers and helpers that lived here stay reachable as
 attributes of this module (``cli.cmd_status``, ``cli.Out`` ...), imported on first use.
@@ -23,7 +23,7 @@ from .commands.parser import VERBS, Parser, build_parser, first_word, glue_dash_
 from .errors import EXIT_FAILURE, EXIT_OK, FsError, StaticpodError
 from .hashes import builtin_hashes
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

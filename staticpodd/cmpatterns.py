@@ -1,8 +1,8 @@
 """File names that config-management tools leave in the directory they write to.
 
 The kubelet reads every non-dot file in the manifest directory as a pod, whatever its name
-(KUBELET.md "Which files are pods"), and on relist the lexically last file of two that define
-one namespace/name wins (KUBELET.md "Duplicate names across files"). So a backup named
+(docs/kubelet-contract.md "Which files are pods"), and on relist the lexically last file of two that define
+one namespace/name wins (docs/kubelet-contract.md "Duplicate names across files"). So a backup named
 ``kube-apiserver.yaml.<suffix>`` sorts *after* the live file and the kubelet runs the **old**
 manifest; a temp file written in place is read half-written or as a second pod.
 
@@ -37,7 +37,7 @@ import re
 
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Final
 

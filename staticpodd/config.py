@@ -19,7 +19,7 @@ from .errors import ConfigError
 from .layout import Layout
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -269,7 +269,9 @@ def load_schema() -> dict[str, Any]:
     return _schema_cache
 
 
-def _resolve_path(layout_or_path: Layout | str | os.PathLike[str] | None, path: str | os.PathLike[str] | None):
+def _resolve_path(
+    layout_or_path: Layout | str | os.PathLike[str] | None, path: str | os.PathLike[str] | None
+) -> tuple[Path, bool]:
     """(file, explicit): the file to read and whether the caller named it (so it must exist)."""
     if path is not None:
         return Path(path), True
@@ -436,7 +438,7 @@ def load_config(
 
     errors: list[Any] = []
     if data != {}:  # nothing set (the packaged file is all comments) is all defaults: no schema
-        # library in the daemon's memory for it (about 4 MB, issue 14)
+        # library in the daemon's memory for it (about 4 MB)
         import jsonschema
 
         validator_cls = jsonschema.validators.validator_for(load_schema())

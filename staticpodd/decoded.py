@@ -13,7 +13,7 @@ from staticpodd.positions import locate
 
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -122,10 +122,10 @@ def too_large(size: int, max_bytes: int) -> DecodeProblem:
     how much was read) over ``max_bytes``, saying truthfully whose limit it is.
 
     Over :data:`KUBELET_MAX_BYTES` (10 MiB, ``maxConfigLength`` in pkg/kubelet/config/file.go;
-    KUBELET.md "Which files are pods") the kubelet itself refuses the file and drops its pod
+    docs/kubelet-contract.md "Which files are pods") the kubelet itself refuses the file and drops its pod
     (``kubelet="refuses"``). Between staticpodd's ``max_manifest_bytes`` (default
     :data:`DEFAULT_MAX_BYTES`, 1 MiB) and 10 MiB only staticpodd refuses it (``kubelet="accepts"``):
-    the kubelet reads it and runs it (a 2 MiB file runs: KUBELET.md), and the validator reads
+    the kubelet reads it and runs it (a 2 MiB file runs: docs/kubelet-contract.md), and the validator reads
     the rest of it, so any reason the kubelet has to refuse it is reported too.
     """
     if size > KUBELET_MAX_BYTES:

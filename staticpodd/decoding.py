@@ -2,7 +2,7 @@
 
 apimachinery ``util/yaml.ToJSON``: a file whose first non-space character is ``{`` goes to the
 strict JSON decoder (:mod:`staticpodd.jsondecode`), anything else through sigs.k8s.io/yaml
-(:mod:`staticpodd.yamldecode`). KUBELET.md "How a file is decoded"; upstream
+(:mod:`staticpodd.yamldecode`). docs/kubelet-contract.md "How a file is decoded"; upstream
 ``pkg/kubelet/config/common.go`` ``tryDecodeSinglePod``. Pure; no I/O.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from staticpodd.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, too_large
 from staticpodd.yamldecode import decode_yaml
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import TypeVar
 
@@ -31,7 +31,7 @@ def json_prefixed(data: bytes) -> bool:
 
     apimachinery ``util/yaml.ToJSON``: ``hasJSONPrefix`` trims leading ``unicode.IsSpace`` runes
     (decoded as UTF-8; an invalid byte stops the trim) and looks for ``{``; such bytes go to the
-    strict JSON decoder *as is*, anything else through sigs.k8s.io/yaml. KUBELET.md "How a file
+    strict JSON decoder *as is*, anything else through sigs.k8s.io/yaml. docs/kubelet-contract.md "How a file
     is decoded"; pkg/kubelet/config/common.go tryDecodeSinglePod.
     """
     i = 0
@@ -61,7 +61,7 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
 
     A file whose first non-space byte is ``{`` is strict JSON (:func:`json_prefixed`,
     :mod:`staticpodd.jsondecode`); anything else goes through sigs.k8s.io/yaml ``YAMLToJSON``
-    (go-yaml v2, first document only). Source: KUBELET.md "How a file is decoded".
+    (go-yaml v2, first document only). Source: docs/kubelet-contract.md "How a file is decoded".
 
     Raises :class:`DecodeProblem` for what the kubelet refuses: size over 10 MiB (``too-large``),
     bytes that are not UTF-8/UTF-16 (``not-utf8``), syntax (``yaml-syntax``, ``yaml-tab``,

@@ -1,5 +1,5 @@
 """A cheap fingerprint of the manifest directory, so the daemon's periodic full rescan of an
-unchanged directory does no YAML parsing or validation (issue 14).
+unchanged directory does no YAML parsing or validation.
 
 The directory-level findings (:func:`staticpodd.validate.validate_directory`: duplicates, host
 ports, node fit, strays, symlinks, modes) depend only on the directory's own mode and owner,
@@ -9,7 +9,7 @@ enter through the sha256 digest the engine's scan just recorded for each live fi
 ``observed`` table) together with ``st_size``, ``st_mtime_ns``, ``st_ctime_ns`` and ``st_ino`` from
 ``lstat`` (any write, rename or chmod changes ctime), so a file replaced or edited after the scan
 read it changes the fingerprint too. The kubelet itself decides by listing and stat at each 20 s
-relist (KUBELET.md "When the kubelet looks").
+relist (docs/kubelet-contract.md "When the kubelet looks").
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

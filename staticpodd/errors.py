@@ -7,7 +7,7 @@ process ``exit_status`` the CLI uses for it. The exit statuses are documented in
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,6 +1,6 @@
 """The only code that writes, renames or removes anything inside the manifest directory.
 
-Rules it keeps (KUBELET.md "Consequences for staticpodd"):
+Rules it keeps (docs/kubelet-contract.md "Consequences for staticpodd"):
 
 1. Nothing but live manifests ever appears in the directory under a non-dot name: staging files
    live in ``.staticpodd/staging/``, parked copies in ``.staticpodd/parked/``.
@@ -28,7 +28,7 @@ from .errors import FsError, LiveFileExists
 from .layout import Layout
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import BinaryIO, Final
 
@@ -126,7 +126,7 @@ def open_for_reading(path: Path | str) -> BinaryIO:
 
 def read_state(path: Path) -> FileState | None:
     """Bytes, mode and owner of the regular file at ``path`` (following a symlink, as the kubelet
-    does: KUBELET.md "Which files are pods"), or None when there is no such file.
+    does: docs/kubelet-contract.md "Which files are pods"), or None when there is no such file.
 
     Raises FsError for a path that exists but cannot be read (e.g. a directory).
     """
@@ -213,7 +213,7 @@ def write_staged(layout: Layout, file_name: str, data: bytes, *, mode: int, uid:
 def replace(staged: Path, target: Path) -> None:
     """Atomically rename ``staged`` over ``target`` (same mount), then fsync both directories.
 
-    Raises FsError (EXDEV means the two are on different mounts: see KUBELET.md consequence 3).
+    Raises FsError (EXDEV means the two are on different mounts: see docs/kubelet-contract.md consequence 3).
     """
     try:
         os.rename(staged, target)
@@ -224,7 +224,7 @@ def replace(staged: Path, target: Path) -> None:
         fsync_dir(staged.parent)
 
 
-_renameat2 = None
+_renameat2: tuple[object, object] | bool | None = None  # (renameat2, ctypes); False: absent; None: not looked
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -264,7 +264,7 @@ def replace_checked(staged: Path, target: Path, expect_digest: str | None) -> Fi
     live name out (IN_MOVED_FROM), which a real kubelet 1.34 takes as the file's deletion and
     kills the running pod before re-adding it, so every restore of the same bytes restarted it
     (tests/e2e/test_e2e_restore.py: 0-1 of 10 runs kept their container); ``rename(2)`` gives it
-    one IN_MOVED_TO (KUBELET.md "When the kubelet looks"). The link adds only IN_ATTRIB on the
+    one IN_MOVED_TO (docs/kubelet-contract.md "When the kubelet looks"). The link adds only IN_ATTRIB on the
     live file, a re-read of bytes that do not change the pod. Where no hard link can be made the
     rename happens alone and None is returned. fsyncs both directories. Raises
     ChangedUnderfoot, LiveFileExists (a file appeared where there was none), FsError.
@@ -405,7 +405,7 @@ def remove_private_dir_if_alone(layout: Layout) -> bool:
     """Remove ``<manifests>/.staticpodd/`` when it is the only entry of the manifest directory
     and holds nothing but its empty subdirectories (parked, staging, quarantine).
 
-    Issue 12.2 reported that kubeadm's preflight ``DirAvailable--etc-kubernetes-manifests``
+    It was reported that kubeadm's preflight ``DirAvailable--etc-kubernetes-manifests``
     refuses a non-empty directory, dot-entries included. kubeadm v1.34.2 has no such check on
     the manifest directory (``cmd/kubeadm/app/preflight/checks.go``: ``InitNodeChecks`` only
     requires the four manifest files to be absent; ``DirAvailableCheck`` runs on etcd's data

@@ -2,7 +2,7 @@
 
 Every digest staticpodd takes is sha256 of a manifest (a few KB) or of its own keys. Mapping
 OpenSSL's libcrypto for that costs about 3.5 MB of the daemon's RSS and about a third of a bare
-interpreter's start-up in every ``staticpodctl`` verb that hashes (issue 14), while the builtin
+interpreter's start-up in every ``staticpodctl`` verb that hashes, while the builtin
 sha256 hashes some 300 MB/s. Nothing here needs OpenSSL (no TLS, no algorithm only it has).
 """
 

@@ -56,7 +56,7 @@ from .journal import ERR, WARNING, Event, Journal
 from .layout import Layout
 from .record import FrozenRecord, Record
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import IO, Any, Final
 
@@ -445,7 +445,7 @@ def _log_failure(journal: Journal | None, result: HookResult, env: Mapping[str, 
     what = "aborted the operation" if fatal else "failed; the operation was already done"
     from .sandbox import NO_NETWORK_NOTE, network_available
 
-    offline = not network_available()  # e.g. run by the daemon in its sandbox: say so (issue 12.6)
+    offline = not network_available()  # e.g. run by the daemon in its sandbox: say so
     journal.log(
         Event.HOOK_FAILED,
         f"{result.phase}-{result.verb} hook {result.name} {result.describe()}; {what}"

@@ -1,11 +1,11 @@
 """Which host-port claims clash: the rule ``validate DIR``'s ``host-port-conflict`` and the
-engine's refusal of new live bytes share (KUBELET.md "What the kubelet refuses": "Host ports
+engine's refusal of new live bytes share (docs/kubelet-contract.md "What the kubelet refuses": "Host ports
 already taken fail admission too"; the NodePorts predicate the kubelet runs at admission,
 pkg/kubelet/lifecycle/predicate.go).
 
 A claim is ``(protocol, port, hostIP, field)`` as :func:`staticpodd.validate.podfacts.host_ports`
 makes it. Pure, and imports nothing of staticpodd: the engine's check runs on every ``apply``/``unpark`` and
-must not load the decoders for files whose claims are memoised (issue 14). Hashed into the
+must not load the decoders for files whose claims are memoised. Hashed into the
 validator id with ``validate/`` (:data:`staticpodd.resources._DECODER`): the daemon's kept
 directory findings depend on it.
 """
@@ -21,8 +21,8 @@ def claims_clash(key: tuple[str, str], claim: tuple[str, int, str, str], other_k
     (each ``(protocol, port, hostIP, field)``: :func:`staticpodd.validate.podfacts.host_ports`)
     keep one of the two pods out: same protocol and port, overlapping hostIPs (equal, or either
     is ``0.0.0.0``), and two different pods. Files that define one pod (same namespace/name)
-    never clash: the kubelet runs only one of them (KUBELET.md "Duplicate names across files");
-    that also covers a file with itself. Source: KUBELET.md "What the kubelet refuses" (host
+    never clash: the kubelet runs only one of them (docs/kubelet-contract.md "Duplicate names across files");
+    that also covers a file with itself. Source: docs/kubelet-contract.md "What the kubelet refuses" (host
     ports), the NodePorts predicate the kubelet runs at admission
     (pkg/kubelet/lifecycle/predicate.go)."""
     if claim[0] != other_claim[0] or claim[1] != other_claim[1]:

@@ -21,7 +21,7 @@ from enum import Enum
 
 from .termsafe import one_line, printable_name
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -77,7 +77,7 @@ class Event(Enum):
     WAIT_CONFIRMED = "a37d32c2de2a43c6a9f5cc618a5b9afe"
     WAIT_FAILED = "9224c59c36874d54aef0b24e028cb763"
     AUTO_ROLLBACK = "2675447d355c437ab16d4122cb01331f"
-    # retention (issue 14)
+    # retention
     PRUNED = "abe21babe36c4499a9f1bf7ed0f67d17"
     # pods placed by hand on a node (staticpodctl pin)
     PINNED = "2022d290f708425ab630eca4949ff3d8"

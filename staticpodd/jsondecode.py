@@ -5,7 +5,7 @@ apimachinery ``util/yaml.ToJSON`` hands such bytes *as is* to the JSON serialize
 typed Pod), so none of YAML's leniency applies: a trailing comma, a ``#`` comment, an unquoted
 key or a single-quoted string is a syntax error ("couldn't get version/kind; json parse error:
 invalid character ..."), and a number written with a fraction or exponent (``3e1``, ``30.0``)
-cannot fill an integer field. KUBELET.md "How a file is decoded" (seen on a real kubelet
+cannot fill an integer field. docs/kubelet-contract.md "How a file is decoded" (seen on a real kubelet
 v1.34.2).
 
 This module reproduces Go's ``encoding/json`` scanner: the same grammar, the same error texts
@@ -23,7 +23,7 @@ import re
 from staticpodd.decoded import DecodeProblem
 from staticpodd.positions import join_path
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,17 +13,17 @@ from pathlib import Path
 from .errors import ConfigError
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Final
 
 #: File-name suffixes that name a component by their stem (``kube-scheduler.yaml`` ->
 #: ``kube-scheduler``). GCE ships ``.manifest``. Any other non-dot file is still read by the
-#: kubelet (KUBELET.md "Which files are pods"); its component name is the whole file name.
+#: kubelet (docs/kubelet-contract.md "Which files are pods"); its component name is the whole file name.
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json", ".manifest")
 
 #: The private area inside the manifest directory: a dot-name, so the kubelet never reads it,
-#: and on the same mount, so park/unpark/swap are atomic renames (KUBELET.md consequences 1, 3).
+#: and on the same mount, so park/unpark/swap are atomic renames (docs/kubelet-contract.md consequences 1, 3).
 PRIVATE_DIRNAME = ".staticpodd"
 
 DEFAULT_MANIFEST_DIR = "/etc/kubernetes/manifests"

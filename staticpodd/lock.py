@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import FsError, LockTimeout
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import TextIO
 
@@ -49,10 +49,10 @@ class FileLock:
 
         The lock file is opened so that only its owner (root on a node) can open it at all
         (:func:`open_private`): ``flock(2)`` works on a read-only descriptor, so a readable lock
-        file would let any local user block every staticpodctl and the daemon (issue 11 item 6).
+        file would let any local user block every staticpodctl and the daemon.
         Writing the holder's pid into it is best effort (a full ``/run`` must not stop the lock
         from working: ENOSPC is ignored there), and the descriptor is closed on every error path,
-        so a failure never leaves this process holding the flock (issue 11 item 3).
+        so a failure never leaves this process holding the flock.
         Raises LockTimeout, FsError (the lock file cannot be opened, or belongs to another user).
         """
         if self._depth:

@@ -1,6 +1,6 @@
 """Parse manifest bytes the way the kubelet does; pure functions over bytes.
 
-The kubelet turns a file into a pod in two steps (KUBELET.md "How a file is decoded";
+The kubelet turns a file into a pod in two steps (docs/kubelet-contract.md "How a file is decoded";
 upstream ``pkg/kubelet/config/common.go`` ``tryDecodeSinglePod``):
 
 1. ``sigs.k8s.io/yaml.YAMLToJSON``: go-yaml v2 decodes the *first* YAML document into
@@ -15,7 +15,7 @@ and records where each field came from so findings can name ``file:line:column``
 stricter than the kubelet in three places the issue asks for: duplicate mapping keys, a
 second non-empty document, and non-UTF-8 bytes are errors.
 
-Layout (issue 15): :mod:`staticpodd.positions` (field paths, ``file:line:column``),
+Layout: :mod:`staticpodd.positions` (field paths, ``file:line:column``),
 :mod:`staticpodd.decoded` (DecodeProblem, Decoded, Manifest, size limits),
 :mod:`staticpodd.decoding` (:func:`decode`: JSON or YAML by the first byte),
 :mod:`staticpodd.yamldecode` and :mod:`staticpodd.yamlresolve` (go-yaml v2),
@@ -34,7 +34,7 @@ from staticpodd.errors import InvalidManifest
 from staticpodd.positions import join_path, locate
 from staticpodd.yamlresolve import resolve_plain
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -75,7 +75,7 @@ def _finding_from(problem: DecodeProblem, path: str) -> Any:
 def check_identity(doc: Any, positions: dict, path: str) -> list[Any]:
     """Layer 2 basics: one v1 Pod with a name. Returns error Findings (empty if fine).
 
-    Source: KUBELET.md "How a file is decoded"; pkg/kubelet/config/common.go
+    Source: docs/kubelet-contract.md "How a file is decoded"; pkg/kubelet/config/common.go
     (``tryDecodeSinglePod``: decode errors, "invalid pod", name required).
     """
     from staticpodd.validate.identity import identity_findings
@@ -131,7 +131,7 @@ def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES
 def pod_identity(data: bytes) -> tuple[str, str] | None:
     """``(namespace, name)`` of the Pod in ``data``, or None when it is not a parseable v1 Pod.
 
-    Cheap: decoding only, no schema. Namespace defaults to ``"default"`` (KUBELET.md
+    Cheap: decoding only, no schema. Namespace defaults to ``"default"`` (docs/kubelet-contract.md
     "How a file is decoded").
     """
     try:

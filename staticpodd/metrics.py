@@ -59,7 +59,7 @@ from .record import FrozenRecord
 from .tallies import store_tally
 from .termsafe import printable_name
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

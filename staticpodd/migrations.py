@@ -1,4 +1,4 @@
-"""Upgrades of an existing version store to the current schema (issue 14), step by step.
+"""Upgrades of an existing version store to the current schema, step by step.
 
 Schema 3 (from 2, the first release):
 
@@ -19,7 +19,7 @@ Schema 4 (from 3):
 
 - the ``digest`` of ``blobs`` and of ``versions`` is the 32 raw sha256 bytes (a ``BLOB``), not
   64 characters of hex: with a small manifest compressed to ~80 bytes, the digest written twice
-  as hex (blob key, version row) was most of what each version cost on disk (issue 14: 10,000
+  as hex (blob key, version row) was most of what each version cost on disk (10,000
   versions of one manifest took 1.37x their per-blob gzip size; 1.07x after). Both tables are
   rebuilt (ids, seqs, every column kept); a value that is not canonical lower-case sha256 hex
   (a damaged or hand-edited store) is kept as the text it is

@@ -5,13 +5,13 @@ Pure functions from observations (the engine's ``Change`` records, the validator
 to a :class:`Plan`: journald reports to send and actions to ask the engine for. Nothing here
 touches the filesystem, the store or the journal, so every decision is testable alone.
 
-Policies (README "Configuration"; KUBELET.md "What a broken file does to a running pod"):
+Policies (README "Configuration"; docs/kubelet-contract.md "What a broken file does to a running pod"):
 
 - ``on_invalid: alert`` -- an external write the kubelet will refuse is an INVALID_LIVE error
   (the running pod dies at the kubelet's next 20 s relist); one that only staticpodd's own rules
   refuse (the kubelet runs it: :func:`kubelet_drops`) is an INVALID_LIVE warning. ``restore`` --
   also put back the newest version that passed the gate (the bad bytes stay in history), only
-  for what the kubelet refuses (issue 10 "Two levels, not one").
+  for what the kubelet refuses (the two levels, not one).
 - ``on_stray: alert`` -- a stray file the kubelet would run is a STRAY_FOUND warning.
   ``quarantine`` -- also move it into ``.staticpodd/quarantine/`` (recorded, restorable).
 - An expired park is restored (PARK_EXPIRED, then unpark), whoever parked it and whenever.
@@ -25,13 +25,13 @@ from collections.abc import Iterable, Sequence
 from .journal import ERR, NOTICE, WARNING, Event
 from .record import FrozenRecord, Record
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
 #: What each engine ``Change.kind`` (``staticpodd.engine.Change``) means, as
 #: ``kind -> (event, sentence)``; ``{f}`` is the file name. The kubelet's view: a removal or a
-#: move out of the directory stops the pod at its next look (KUBELET.md "When the kubelet looks").
+#: move out of the directory stops the pod at its next look (docs/kubelet-contract.md "When the kubelet looks").
 CHANGE_KINDS: dict[str, tuple[Event, str]] = {
     "adopted": (Event.EXTERNAL_CHANGE, "{f} was adopted: first seen by staticpodd, on an empty version store"),
     "created": (Event.EXTERNAL_CHANGE, "{f} was created by someone else"),
@@ -137,7 +137,7 @@ def over_our_limit_only(findings: Iterable[Any], size: int | None) -> int | None
     """``size`` when the only error among ``findings`` is ``too-large`` and ``size`` (bytes, the
     file's real size) is at most the kubelet's own limit: the file is refused only by
     staticpodd's ``max_manifest_bytes`` and the kubelet still reads it (pkg/kubelet/config/file.go
-    maxConfigLength, 10 MiB; KUBELET.md "Which files are pods"). None otherwise."""
+    maxConfigLength, 10 MiB; docs/kubelet-contract.md "Which files are pods"). None otherwise."""
     from .manifest import KUBELET_MAX_BYTES
 
     codes = {str(_get(f, "code")) for f in findings if _get(f, "severity") == "error"}
@@ -152,9 +152,9 @@ def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
     size over ``max_manifest_bytes`` but within 10 MiB ...: the kubelet runs it).
 
     The gate of ``on_invalid: restore`` and of every message saying "the kubelet drops its pod"
-    (issue 10 "Two levels, not one"). ``findings``: Finding objects or dicts with ``kubelet``
+    (the two levels, not one). ``findings``: Finding objects or dicts with ``kubelet``
     (staticpodd.validate.verdict); ``size``: the file's real size, for findings made without a
-    ``kubelet`` level. KUBELET.md "What the kubelet refuses", "How a file is decoded".
+    ``kubelet`` level. docs/kubelet-contract.md "What the kubelet refuses", "How a file is decoded".
     """
     from .validate.verdict import kubelet_refuses
 
@@ -167,7 +167,7 @@ def kubelet_drops(findings: Iterable[Any], size: int | None = None) -> bool:
 def relist_words(relist: float | None) -> str:
     """How soon the kubelet's next relist comes, in words: its ``fileCheckFrequency`` in seconds
     (:func:`staticpodd.proof.kubeletconfig.file_check_frequency`), or "about 20 s" (its default)
-    when not known. KUBELET.md "When the kubelet looks"."""
+    when not known. docs/kubelet-contract.md "When the kubelet looks"."""
     return f"within {relist:g} s, its fileCheckFrequency" if relist else "about 20 s"
 
 

@@ -1,4 +1,4 @@
-"""Value objects without :mod:`dataclasses`: what every verb's start-up can afford (issue 14).
+"""Value objects without :mod:`dataclasses`: what every verb's start-up can afford.
 
 ``import dataclasses`` imports :mod:`inspect` (and with it ``ast``, ``dis``, ``tokenize``), which costs
 a staticpodctl verb about as much as the whole interpreter's start-up, and each ``@dataclass``
@@ -14,7 +14,7 @@ order, as a dataclass does) and writes an ordinary typed ``__init__`` that assig
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 

@@ -2,14 +2,14 @@
 
 The daemon's ``on_invalid: restore`` normally looks at a changed file after its debounce
 (0.3 s). A file the kubelet cannot parse keeps the old pod only until its next full relist
-(KUBELET.md "What a broken file does to a running pod"): every millisecond the bad bytes stay is
+(docs/kubelet-contract.md "What a broken file does to a running pod"): every millisecond the bad bytes stay is
 a chance for the relist to land in the window and kill the pod. So when a writer closes a live
 file (inotify IN_CLOSE_WRITE), :func:`kubelet_refuses` decides whether the bytes are of the kind
 the kubelet drops, and the daemon then looks at once instead of after the debounce. It only
 decides *when* to look: whether to restore is still the gate's verdict in the normal reconcile.
 
 It is the validator's own first stage, not a second opinion: :func:`staticpodd.decoding.decode`
-(the kubelet's JSON/YAML rules, KUBELET.md "How a file is decoded") and the identity checks that
+(the kubelet's JSON/YAML rules, docs/kubelet-contract.md "How a file is decoded") and the identity checks that
 ``tryDecodeSinglePod`` makes (one ``apiVersion: v1``, ``kind: Pod`` with a ``metadata.name``;
 :mod:`staticpodd.validate.identity`). An earlier cheap reimplementation (stdlib json, PyYAML)
 drifted from the decoder on eight inputs (``.nan``, a null key, ``"\\/"``, billion laughs, the

@@ -45,7 +45,7 @@ _validator_id: str | None = None
 
 _DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
             "jsondecode.py", "hostclaims.py")
-"""The decoder's modules, hashed into the validator id: what was ``manifest.py`` before issue 15 split
+"""The decoder's modules, hashed into the validator id: what was ``manifest.py`` before the split
 it, and the JSON decoder (a change to either must invalidate cached verdicts); and ``hostclaims.py``,
 the host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
 

@@ -35,7 +35,7 @@ from .record import Record
 from .storerows import DIGEST_HEX, digest_keys
 from .tallies import carry_over, tally
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -7,7 +7,7 @@ mounts, which systemd sets up once, at start. A granted directory that did not e
 went away with it), is visible to the daemon but read-only (EROFS). Two ways back:
 
 * the manifest directory: the daemon exits :data:`EXIT_SANDBOX` and ``Restart=on-failure``
-  starts it in a new sandbox that binds the directory (issue 12.1, 12.3);
+  starts it in a new sandbox that binds the directory ;
 * the metrics textfile directory: ``systemctl reload`` (``ExecReload=+…``, outside the
   sandbox) binds it into the running daemon's namespace with ``systemctl bind`` (12.7).
 """
@@ -68,7 +68,7 @@ _network: bool | None = None
 def network_available() -> bool:
     """Whether this process may open an IP socket at all (cached). False under the unit's
     default sandbox (``RestrictAddressFamilies=AF_UNIX``: socket(AF_INET) fails with
-    EAFNOSUPPORT) -- and so for every hook the daemon runs, which inherits it (issue 12.6)."""
+    EAFNOSUPPORT) -- and so for every hook the daemon runs, which inherits it."""
     global _network
     if _network is None:
         import socket

@@ -62,7 +62,7 @@ from .storerows import (
     iso,
 )
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -82,7 +82,7 @@ __all__ = [
 SCHEMA_VERSION = 4
 _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
-#: Actions a version can record (issue 2). ``restore`` and ``quarantine`` are the daemon's.
+#: Actions a version can record. ``restore`` and ``quarantine`` are the daemon's.
 ACTIONS = ("apply", "edit", "rollback", "park", "unpark", "external", "restore", "discard")
 
 
@@ -133,7 +133,7 @@ class VersionStore:
     corrupt), never as a raw ``sqlite3`` exception.
     Raises StoreError when the file is not a store, or was written by a newer staticpodd.
 
-    About 490 lines (the module about 650), over the ~400 (~600) of issue 15 on purpose: it is one
+    About 490 lines (the module about 650), over the ~400 (~600) a module should stay under, on purpose: it is one
     SQLite connection and its transaction discipline (``BEGIN IMMEDIATE``, intents, the read-only fallback, every error
     turned into StoreError by ``_guard``), and each method is one short query; split by table the
     methods would share that connection through a base class for no gain in reading. The rows it
@@ -271,7 +271,7 @@ class VersionStore:
         before that commit with it (the WAL is one file, appended in order). So it fits what may
         be lost to a power cut, or is made durable by a FULL commit before it matters: a cache
         row, the record of bytes still on disk that an intent commits before they are replaced
-        (KUBELET.md consequence 2 keeps the file's own fsync). Nested calls join the outer
+        (docs/kubelet-contract.md consequence 2 keeps the file's own fsync). Nested calls join the outer
         transaction (with its synchronous setting)."""
         if self._db.in_transaction or self.readonly:
             with self.transaction() as db:

@@ -3,7 +3,7 @@
 ``_SCHEMA`` (the DDL :class:`staticpodd.store.VersionStore` runs on a new or migrated store; the
 tables are described in :mod:`staticpodd.store`), :class:`Version`, :class:`ParkRecord`,
 :class:`Intent`, :class:`Observed`, and :func:`digest_of`/:func:`iso`. Split out of store.py
-(issue 15); ``staticpodd.store`` re-exports every name, which is where callers import them from.
+; ``staticpodd.store`` re-exports every name, which is where callers import them from.
 
 Digests in the two tables that grow with every version, ``blobs`` and ``versions``, are the 32
 raw sha256 bytes (a ``BLOB``, schema 4), not the 64-character hex text: stored once in each row
@@ -19,7 +19,7 @@ import time
 
 from .record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -154,7 +154,7 @@ def digest_of(data: bytes) -> str:
     """sha256 hex digest of ``data`` (DESIGN.md "digest"; show 12 characters to humans).
 
     hashlib is imported here, on the first digest, not with the module: loading OpenSSL costs a
-    read verb whose files all match their stat signatures a third of its start-up (issue 14)."""
+    read verb whose files all match their stat signatures a third of its start-up."""
     import hashlib
 
     return hashlib.sha256(data).hexdigest()

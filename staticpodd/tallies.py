@@ -1,4 +1,4 @@
-"""What the alerting counters count, read from the version store's rows (issue 12.7).
+"""What the alerting counters count, read from the version store's rows.
 
 The ``staticpodd_*_total`` metrics are counts of rows in ``versions`` and ``events``, so they
 survive a restart and include what ``staticpodctl`` did. Retention (:mod:`staticpodd.retention`)
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,14 +1,14 @@
 """watchdog adapter: inotify events on the manifest directory -> debounced "look at X" hints.
 
 No decisions are taken here. An event only says *which name* to re-read; the daemon reads the
-bytes and compares digests with the store (KUBELET.md consequence 8: inotify is a hint, queues
+bytes and compares digests with the store (docs/kubelet-contract.md consequence 8: inotify is a hint, queues
 overflow, and watchdog drops IN_Q_OVERFLOW silently, so the daemon also rescans periodically).
 
 Shapes:
 
 - :class:`Hint` ``(kind, name)``: ``("file", "kube-scheduler.yaml")`` for a name directly in the
   manifest directory (file, directory or symlink: the kubelet reads every non-dot name,
-  KUBELET.md "Which files are pods"); ``("parked", "kube-scheduler.yaml")`` for a parked copy in
+  docs/kubelet-contract.md "Which files are pods"); ``("parked", "kube-scheduler.yaml")`` for a parked copy in
   ``.staticpodd/parked/`` (a hand edit there is drift); ``("directory", "")`` when the manifest
   directory itself, the private area or ``parked/`` was removed or moved (rescan and re-watch).
 - :class:`Hints`: thread-safe per-hint debounce table with a wake-up pipe the daemon's main loop
@@ -19,7 +19,7 @@ Shapes:
 - :class:`Watcher`: one watchdog ``Observer`` with two non-recursive watches, the manifest
   directory and ``.staticpodd/parked/``; re-created when the directory is replaced or recreated.
 
-About 640 lines, a little over the ~600 of issue 15 on purpose: the parts above share one
+About 640 lines, a little over the ~600 a module should stay under, on purpose: the parts above share one
 vocabulary (event types, hints, the manifest directory's names) and are read together when
 following an event; no class is over 220 lines. If it grows, :func:`open_writers` and
 :class:`Writer` (the ``/proc`` scan) are the part to move out.
@@ -57,7 +57,7 @@ def classify(root: str, path: str, *, event_type: str = "modified", is_directory
     """Map one event path to a Hint, or None when the kubelet and staticpodd do not care.
 
     ``root``: the watched manifest directory; ``path``: the event's path. Dot-names at the top
-    are ignored (the kubelet ignores them too, KUBELET.md "Which files are pods"), except that
+    are ignored (the kubelet ignores them too, docs/kubelet-contract.md "Which files are pods"), except that
     removing or moving ``.staticpodd`` or ``.staticpodd/parked`` is a DIRECTORY hint. Names
     inside non-dot subdirectories are ignored (the kubelet does not recurse); the subdirectory
     itself is a "file" hint (a directory finding).
@@ -227,7 +227,7 @@ class Hints:
 
     def note_closed(self, name: str) -> None:
         """A writer closed live file ``name`` (any thread); wakes the main loop, which may look
-        at it before its debounce (:mod:`staticpodd.refused`, issue 10)."""
+        at it before its debounce (:mod:`staticpodd.refused`)."""
         with self._lock:
             self._closed.add(name)
         self.wake()
@@ -483,7 +483,7 @@ def dir_identity(path: Path) -> tuple[int, int] | None:
 class Watcher:
     """inotify watches (through one watchdog Observer) feeding :class:`Hints`.
 
-    Two non-recursive watches, as the kubelet itself looks (it never recurses, KUBELET.md
+    Two non-recursive watches, as the kubelet itself looks (it never recurses, docs/kubelet-contract.md
     "Which files are pods"): the manifest directory, and ``.staticpodd/parked/`` once it exists
     (a hand edit of a parked copy is drift). Nothing else below the directory is watched, so a
     big subtree someone keeps there (a ``.git``, an ``apps/`` directory) costs no inotify watches.
@@ -498,7 +498,7 @@ class Watcher:
         self.manifest_dir = Path(manifest_dir)
         #: The directory actually watched: ``manifest_dir`` with every symlink resolved. inotify
         #: (watchdog adds IN_DONT_FOLLOW) would watch a symlink itself, not the directory the
-        #: kubelet reads through it (KUBELET.md "Which files are pods": symlinks are followed).
+        #: kubelet reads through it (docs/kubelet-contract.md "Which files are pods": symlinks are followed).
         self.watched_dir = Path(os.path.realpath(self.manifest_dir))
         self.parked_dir = self.watched_dir / PRIVATE_DIRNAME / "parked"
         self.hints = hints

@@ -4,7 +4,7 @@ Before a restore or a quarantine renames over a live file, the daemon makes sure
 writing it (:meth:`staticpodd.daemon.writers.WriterHoldsMixin._hold_reason`). Scanning every
 process's descriptors in ``/proc`` (:func:`staticpodd.watch.open_writers`) answers *who*, but
 costs 2-3 ms on an idle machine, more on a busy one, and it is paid before every restore while
-the kubelet may read the refused bytes (KUBELET.md "What a broken file does to a running pod").
+the kubelet may read the refused bytes (docs/kubelet-contract.md "What a broken file does to a running pod").
 
 The kernel keeps the answer in the inode: how many open files may write it. ``fcntl(F_SETLEASE,
 F_RDLCK)`` refuses a read lease with EAGAIN exactly when that count is above zero, whoever holds

@@ -3,7 +3,7 @@
 ``sigs.k8s.io/yaml.YAMLToJSON``: go-yaml v2 decodes the *first* YAML document into
 ``interface{}`` with YAML 1.1 scalar resolution (:mod:`staticpodd.yamlresolve`), then every map
 key is turned into a JSON string (``true``, ``1``, ...), and the result is marshalled as JSON
-(KUBELET.md "How a file is decoded"). This module reproduces that on top of libyaml (PyYAML's C
+(docs/kubelet-contract.md "How a file is decoded"). This module reproduces that on top of libyaml (PyYAML's C
 parser: go-yaml v2 is a port of libyaml, so the syntax verdicts agree) with go-yaml v2's alias
 limits, its reading of byte order marks and its syntax messages, and records where each field
 came from. :func:`staticpodd.decoding.decode` chooses between it and :mod:`staticpodd.jsondecode`.
@@ -31,7 +31,7 @@ from staticpodd.yamlresolve import (
     resolve_plain,
 )
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -97,7 +97,7 @@ def _compose_first(text: str) -> tuple[Any, list[Any], yaml.YAMLError | None]:
 
     Returns ``(first node or None, later nodes, error in a later document or None)``. Raises
     yaml.YAMLError for a syntax error in the first document only: the kubelet never parses what
-    follows (KUBELET.md "How a file is decoded": a multi-document file runs its first document).
+    follows (docs/kubelet-contract.md "How a file is decoded": a multi-document file runs its first document).
     """
     try:
         return _compose_with(_CComposer if _CComposer is not None else _PyComposer, text)
@@ -235,8 +235,8 @@ class _Builder:
         """True for a scalar written with the non-specific tag ``!`` (``! 5``).
 
         libyaml hands it to the resolver like an untagged plain scalar; go-yaml v2 keeps the tag
-        "!", which ``resolve`` does not know, so the value stays the string as written (issue 11
-        item 9; go-yaml v2 resolve.go resolvableTag). A plain scalar never starts with ``!``.
+        "!", which ``resolve`` does not know, so the value stays the string as written (as
+        go-yaml v2 does: resolve.go resolvableTag). A plain scalar never starts with ``!``.
         """
         i = node.start_mark.index
         text = self.text
@@ -330,7 +330,7 @@ class _Builder:
         return "bool" if isinstance(value, bool) else type(value).__name__
 
     def _duplicate(self, k: str, sub: str, knode: Any, first_line: int, same_kind: bool) -> None:
-        # The kubelet accepts it (KUBELET.md "How a file is decoded"): with keys of one YAML type the
+        # The kubelet accepts it (docs/kubelet-contract.md "How a file is decoded"): with keys of one YAML type the
         # last value wins (go-yaml v2 decode.go mapping(): SetMapIndex in order); keys of two types
         # that become one JSON key (1 and '1') are two Go map keys that sigs.k8s.io/yaml converts in
         # random order, so the kubelet keeps one at random. Either way: staticpodd's strictness.

@@ -14,7 +14,7 @@ import re
 
 from staticpodd.decoded import DecodeProblem
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -80,7 +80,7 @@ def resolve_plain(value: str) -> tuple[str, Any]:
         if _YAML_STYLE_FLOAT.match(plain):
             f = float(plain)
             if math.isinf(f):
-                # strconv.ParseFloat fails with ErrRange: go-yaml v2 keeps the string (issue 11 item 9)
+                # strconv.ParseFloat fails with ErrRange: go-yaml v2 keeps the string
                 return _STR, value
             return _FLOAT, f
         if plain.startswith("0b") and re.fullmatch(r"[01]+", plain[2:] or "x"):

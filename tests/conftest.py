@@ -11,18 +11,55 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from spd_testlib import KUBEADM, REPO, Run, Sandbox, corpus_dir, journald_alive, staticpodctl_cmd  # noqa: E402
+from spd_testlib import KUBEADM, REPO, Run, Sandbox, corpus_dir, journald_alive, staticpodctl_cmd
 
 STRICT = os.environ.get("STATICPODD_TESTS_STRICT") == "1"
+
+
+# The tier of each test directory (markers registered in pyproject.toml): what a test there needs.
+# ``fast`` runs in-process or with the CLI in a sandbox root: no Go, containerd, booted root or
+# package build (``make check`` runs it). A file that needs more than its directory is listed
+# in TIER_OF_FILE.
+TIER_OF_DIR = {
+    "core": "fast",
+    "validate": "fast",
+    "proof": "fast",
+    "adversarial": "daemon",  # several files start a real daemon (symlinked dirs, SIGHUP, restores)
+    "hooks": "daemon",
+    "metrics": "daemon",
+    "daemon": "daemon",
+    "systemd": "daemon",
+    "faults": "faults",
+    "cm": "cm",
+    "packaging": "packaging",
+    "node": "node",
+    "e2e": "e2e",
+    "controlplane": "controlplane",  # a real kubeadm control plane in namespaces of its own
+    "docs": "fast",  # the commands of README.md and docs/ on sandbox roots
+}
+TIER_OF_FILE = {
+    # builds tests/validate/y2j with Go (the sigs.k8s.io/yaml differential)
+    "validate/test_differential_go.py": "go",
+}
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its tier, from its path (TIER_OF_FILE, else TIER_OF_DIR)."""
+    for item in items:
+        try:
+            rel = item.path.resolve().relative_to(TESTS)
+        except ValueError:
+            continue
+        tier = TIER_OF_FILE.get(rel.as_posix()) or TIER_OF_DIR.get(rel.parts[0])
+        if tier is None:  # a new test directory: say which tier it is (CONTRIBUTING.md)
+            raise pytest.UsageError(f"{rel}: tests/{rel.parts[0]} has no tier in tests/conftest.py TIER_OF_DIR")
+        item.add_marker(getattr(pytest.mark, tier))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -12,7 +12,7 @@ import argparse
 from ..errors import EXIT_OK
 from .output import Out, print_warnings
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -32,7 +32,7 @@ def result_out(out: Out, res: Any, *, show_diff: bool = False, eng: Any = None) 
 
 
 def wait(args: argparse.Namespace, out: Out, eng: Any, verb: str, res: Any, **kw: Any) -> int:
-    """Run the --wait proof when asked (issue 7); returns an exit status (0 when not asked)."""
+    """Run the --wait proof when asked; returns an exit status (0 when not asked)."""
     if getattr(args, "wait", None) is None:
         return EXIT_OK
     from ..proof import run_wait

@@ -12,7 +12,7 @@ from .health import heartbeat
 from .loading import build_engine, build_layout, config_problems
 from .output import PROG, Out
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

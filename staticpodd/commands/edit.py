@@ -15,7 +15,7 @@ from .changing import pre_wait, result_out, wait
 from .loading import build_engine
 from .output import PROG, Out
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

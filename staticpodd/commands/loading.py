@@ -20,7 +20,7 @@ from ..errors import ConfigError, StaticpodError
 from ..termsafe import safe
 from .output import PROG
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -193,7 +193,7 @@ def build_engine(args: argparse.Namespace, *, verbs: str = "all") -> Any:
     ``verbs`` picks how much of the engine is imported: ``"all"`` (:class:`~staticpodd.engine.Engine`),
     ``"read"`` (:class:`~staticpodd.engine.Reader`: status, history, show, diff) or ``"gate"``
     (:class:`~staticpodd.engine.gate.GateCore`: the validation options and gate, nothing that
-    changes the directory). The smaller ones import a fraction of the engine (issue 14)."""
+    changes the directory). The smaller ones import a fraction of the engine."""
     from ..engine.model import Actor
 
     cls: type[Any]

@@ -15,7 +15,7 @@ import sys
 from ..errors import InvalidManifest, StaticpodError
 from ..termsafe import json_safe, safe
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

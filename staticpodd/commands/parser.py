@@ -18,7 +18,7 @@ from .. import __version__
 from ..errors import EXIT_FAILURE, EXIT_USAGE
 from .output import FORMAT_VERSION, PROG, emit_json
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -133,7 +133,7 @@ def _reason(text: str) -> str:
 
 class LazyHandler:
     """A verb's handler as ``args.handler``: ``staticpodd.commands.<module>.<name>``, imported on
-    the call, so that parsing imports no command module (start-up cost, issue 14). Called as the
+    the call, so that parsing imports no command module (start-up cost). Called as the
     function itself: ``handler(args, out)`` returns the exit status."""
 
     def __init__(self, module: str, name: str) -> None:

@@ -9,7 +9,7 @@ operations (``Engine.recover``), start the inotify watch (on the directory stati
 to), full reconcile, then ``READY=1``. Every full pass judges the live files' current validity,
 not only what changed since the last look. Loop: block on the wake-up pipe
 (inotify hints, signals) with a timeout = the earliest of the next debounced hint, the next
-full rescan (``rescan_interval``, KUBELET.md "When the kubelet looks"), the next watchdog ping,
+full rescan (``rescan_interval``, docs/kubelet-contract.md "When the kubelet looks"), the next watchdog ping,
 the next park deadline and the heartbeat interval. Signal handlers only set flags; the
 wake-up fd (``signal.set_wakeup_fd``) makes the loop notice them at once.
 

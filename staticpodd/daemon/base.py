@@ -169,7 +169,7 @@ class DaemonBase:
         """A plain stderr line, for a human running the daemon by hand. Left out when stderr is
         itself the journal (systemd's ``JOURNAL_STREAM``) and entries reach journald natively:
         every such line has its native entry (MESSAGE_ID, priority), and the copy would land in
-        the journal again as a bare priority-6 line (issue 12.5)."""
+        the journal again as a bare priority-6 line."""
         if self._stderr_is_journal():
             return
         from ..termsafe import one_line

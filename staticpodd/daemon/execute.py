@@ -120,7 +120,7 @@ class ExecuteMixin(WriterHoldsMixin):
             try:
                 if a.verb == "restore":
                     # the bytes judged invalid in this pass (the scan's observation): the engine
-                    # restores only while the live file still holds exactly them (issue 11 item 2)
+                    # restores only while the live file still holds exactly them
                     judged = self.engine.store.observed().get(f"live/{a.file_name}")
                     res = self.engine.restore_last_good(a.target, reason=a.reason,
                                                         judged_digest=_get(judged, "digest") or "")
@@ -254,12 +254,12 @@ class ExecuteMixin(WriterHoldsMixin):
         file that defines it now, so the kubelet re-adds that pod at once (inotify IN_ATTRIB ->
         re-read) instead of at its next relist, and say truthfully what the stray already did.
 
-        Seen on a real kubelet 1.34 (issue 10): it reads a new ``x.yaml.bak`` 2-3 ms after the
+        Seen on a real kubelet 1.34: it reads a new ``x.yaml.bak`` 2-3 ms after the
         ``cp`` and, the ``.bak`` sorting last, kills the running pod to start it under the
         ``.bak``'s UID (the UID hashes the file path); no quarantine can be that fast. Moving the
         stray out is a delete to the kubelet, which removes that pod too; the file it should run
         is re-read only at the next relist (up to fileCheckFrequency, 20 s by default) unless an
-        event on it arrives. The touch is that event (KUBELET.md "When the kubelet looks";
+        event on it arrives. The touch is that event (docs/kubelet-contract.md "When the kubelet looks";
         consequence 6 forbids touching an unchanged file, except here, where re-reading it is
         exactly what is needed). The live file's bytes, mode and owner are unchanged.
         """

@@ -19,7 +19,7 @@ own findings, strays, duplicates, host ports, node fit, symlinks, modes and owne
 :func:`findings_key` hashes all of it into one sha256 hex key. The daemon keeps the findings
 under that key in memory and in the version store (table ``dirfindings``, one row:
 :meth:`staticpodd.store.VersionStore.set_dir_findings`), so that a periodic rescan *and a
-restart* on an unchanged directory parse and validate nothing (issue 14: READY on restart at
+restart* on an unchanged directory parse and validate nothing (READY on restart at
 1,000 manifests). The scan before it still reads every file whose stat changed while the daemon
 was down, and such a file's digest and stat change the key: nothing written meanwhile is missed.
 """

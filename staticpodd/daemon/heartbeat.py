@@ -26,7 +26,7 @@ class ProblemList(Sequence[dict[str, Any]]):
     between passes: runtime errors, invalid live files, broken parks), then one per item of
     ``tail`` (the directory's findings, thousands on a large node), made by ``as_dict`` only
     when read. So a node's findings are held once, as findings, not a second time as dicts
-    (issue 14: RSS); :class:`HeartbeatEncoder` encodes ``tail`` again only when it changed."""
+    (RSS); :class:`HeartbeatEncoder` encodes ``tail`` again only when it changed."""
 
     def __init__(self, head: list[dict[str, Any]], tail: list[Any], as_dict: Callable[[Any], dict[str, Any]]) -> None:
         self.head = head
@@ -64,7 +64,7 @@ class HeartbeatEncoder:
 
     A node with thousands of findings has a heartbeat of about 1.5 MB, rewritten every
     :data:`HEARTBEAT_INTERVAL` seconds for its ``last_loop``: encoding it was most of the idle
-    daemon's CPU (issue 14). ``problems`` is a list of dicts, compared (``==``) with the list
+    daemon's CPU. ``problems`` is a list of dicts, compared (``==``) with the list
     encoded last, or a :class:`ProblemList`, whose ``head`` is compared so and whose ``tail`` is
     encoded again only when it is another list (``is``) with other contents (``==``). The daemon
     replaces a problem dict when it changes, never edits one in place, and never changes a

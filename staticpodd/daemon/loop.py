@@ -57,7 +57,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             if rewatched:
                 self._quiet_pass = None  # a new watch: events may have been missed, look at everything
             full = now >= next_rescan or rewatched or self._retry_full
-            names = self._refused_on_close()  # looked at now, not after the debounce (issue 10)
+            names = self._refused_on_close()  # looked at now, not after the debounce
             if not full:
                 due = self.hints.take_due(now)
                 if DIRECTORY in due:

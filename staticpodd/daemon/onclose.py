@@ -3,7 +3,7 @@
 Under ``on_invalid: restore``, a live file whose writer has just closed it (inotify
 IN_CLOSE_WRITE) and whose bytes the kubelet refuses is restored in the same pass of the loop,
 without waiting for the debounce: every millisecond the bad bytes stay is a chance for the
-kubelet's relist to read them and kill the pod (KUBELET.md "What a broken file does to a running
+kubelet's relist to read them and kill the pod (docs/kubelet-contract.md "What a broken file does to a running
 pod"). :class:`CloseMixin` does it with as little as possible before the rename: the bytes are
 read, judged and held back from history until the restore is in place
 (:meth:`~CloseMixin._restore_unrecorded`; the engine stores them with the restore's intent, so a
@@ -36,9 +36,9 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         ``on_invalid: restore``: their pending hints are dropped so that this pass of the loop
         looks at them (and restores them) at once instead of after the debounce.
 
-        The kubelet keeps the old pod only until its next relist (KUBELET.md "What a broken file
+        The kubelet keeps the old pod only until its next relist (docs/kubelet-contract.md "What a broken file
         does to a running pod"): with the 0.3 s debounce a 20 s relist fell inside the window 1
-        time in 10 (issue 10); acting on the close shrinks the window to the restore itself.
+        time in 10; acting on the close shrinks the window to the restore itself.
         The cheap check (:func:`staticpodd.refused.kubelet_refuses`) decides only when to look;
         whether to restore stays the verdict of :func:`staticpodd.reconcile.plan_changes`.
         """
@@ -70,7 +70,7 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         the validator's layers and Pod schema (to judge the version put back when no verdict on
         it is kept yet) and the restore's verdict key: about 4-10 ms at start, so that a write
         right after READY=1 is not kept waiting for them. A daemon whose directory is unchanged
-        since its last run validates nothing at start (issue 14), so nothing else would have
+        since its last run validates nothing at start, so nothing else would have
         imported them. Judges two made-up manifests; changes nothing on disk or in the store."""
         if getattr(self.config, "on_invalid", "alert") != "restore":
             return

@@ -111,7 +111,7 @@ class PlanMixin(QuietMixin):
         when the store has an earlier version to go back to. Never restored: a stray by its name,
         a parked component (a write-back breaks the park, PARK_BROKEN), a file being written, or
         bytes whose restore already failed (no retry loop: a new write is tried again).
-        KUBELET.md "What a broken file does to a running pod" (the pod dies at the next relist).
+        docs/kubelet-contract.md "What a broken file does to a running pod" (the pod dies at the next relist).
         """
         out = Plan()
         mdir = self.layout.manifest_dir
@@ -298,7 +298,7 @@ class PlanMixin(QuietMixin):
         An unchanged directory (same names, stats and recorded digests, same options, validator
         and host: :func:`staticpodd.daemon.findings.findings_key`) has the same findings: they
         come from memory, or after a restart from the store, and nothing is parsed or validated
-        (issue 14). Findings made while nothing moved are kept in both. Otherwise the directory is
+       . Findings made while nothing moved are kept in both. Otherwise the directory is
         judged again, but each file whose bytes did not change keeps its own findings from the
         last pass (:class:`staticpodd.validate.podfacts.FileMemo`): an edit to one file of 1,000
         decodes and validates that one.

@@ -1,13 +1,13 @@
 """Quiet periodic rescans: a timer-driven full rescan of a node where nothing moved does nothing.
 
-The periodic rescan (``rescan_interval``) is the safety net under inotify (KUBELET.md
+The periodic rescan (``rescan_interval``) is the safety net under inotify (docs/kubelet-contract.md
 consequence 8: events can be lost). When the last full pass found nothing to do and since then
 no directory entry's stat (name, mode, owner, size, mtime, ctime, inode: :mod:`staticpodd.dirprint`,
 of the manifest directory and of ``.staticpodd/parked/``) changed, nobody committed to the
 store (ours: ``total_changes``; anyone's: ``PRAGMA data_version``), no recorded intent's process
 died, and the configuration is the same, the pass would read the same bytes and reach the same
 verdicts, findings and plan: :meth:`QuietMixin._quiet_unchanged` says so and the loop skips it
-(issue 14: idle CPU at 1,000 manifests). Any write, rename, chmod or chown changes a ctime, so
+(idle CPU at 1,000 manifests). Any write, rename, chmod or chown changes a ctime, so
 a missed event still brings the full pass at the next interval.
 
 Git's "racy" rule applies: a fingerprint taken while some entry's ctime is within

@@ -125,7 +125,7 @@ class StatusMixin(DaemonBase):
         manifest and parked directories' listings and stats (:mod:`staticpodd.dirprint`), the
         store (our own commits: ``total_changes``; anyone else's: ``PRAGMA data_version``), and
         the liveness of the processes behind recorded intents. An idle rescan of a large node
-        then reads no file a second time (issue 14)."""
+        then reads no file a second time."""
         from ..dirprint import fingerprint
         from ..engine import pid_alive
         from .findings import hashed

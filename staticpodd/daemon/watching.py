@@ -77,7 +77,7 @@ class WatchMixin(DaemonBase):
         Under the unit's sandbox (``ProtectSystem=strict``), a directory that did not exist at
         start or was deleted and recreated since is read-only to the daemon (no bind mount for
         it: :mod:`staticpodd.sandbox`). Then every quarantine, restore and deadline unpark would
-        fail with EROFS while systemd sees an active service (issue 12.1, 12.3). So when it
+        fail with EROFS while systemd sees an active service . So when it
         *appears* read-only under a service manager, the daemon says so (DIRECTORY_PROBLEM,
         priority err) and exits :data:`~staticpodd.sandbox.EXIT_SANDBOX` (75): Restart=on-failure
         starts it again in a sandbox that binds the directory. A directory read-only from the

@@ -6,7 +6,7 @@ undoes interrupted operations (:meth:`Engine.recover`), then records drift (live
 differ from what was last recorded, written by someone else) before it changes anything, so
 nothing anyone wrote is ever lost.
 
-Kubelet rules served here (KUBELET.md): only live manifests under non-dot names; rename into
+Kubelet rules served here (docs/kubelet-contract.md): only live manifests under non-dot names; rename into
 place after fsync; park/unpark are renames on the same mount and keep the exact file path (it is
 part of the pod UID); no-op writes are never made; an invalid manifest never enters the
 directory; two files defining the same pod are refused (the lexically last one would win).
@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 
 # Names are resolved on first use (PEP 562): a read verb imports only the core and the query
-# family, never the mutating families it does not run (issue 14's start-up goal).
+# family, never the mutating families it does not run (start-up cost).
 _LAZY = {
     "Engine": ".full",
     "Reader": ".reader",

@@ -25,7 +25,7 @@ from ..termsafe import note_names, printable_name
 from .fsfacts import _entry_is_file, is_utf8_name
 from .model import Actor, OpWarning, Target, _q
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -172,7 +172,7 @@ class EngineCore:
         A name that is not valid UTF-8 (a Latin-1 name from an old tarball) is left out and
         remembered in :attr:`untrackable`: the version store keys everything by name as text,
         and one such file must not stop every other component from being managed. The kubelet
-        still reads it (KUBELET.md "Which files are pods"); ``status`` and ``doctor`` say so.
+        still reads it (docs/kubelet-contract.md "Which files are pods"); ``status`` and ``doctor`` say so.
         """
         return self._listed(directory, files_only=False)
 
@@ -209,7 +209,7 @@ class EngineCore:
 
     def live_names(self) -> list[str]:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
-        kubelet reads (KUBELET.md "Which files are pods"), sorted like its relist; without the
+        kubelet reads (docs/kubelet-contract.md "Which files are pods"), sorted like its relist; without the
         names another file's component takes (:attr:`names_taken`), which are no component."""
         return self._untaken("live", self._listed(self.layout.manifest_dir, files_only=True))
 

@@ -3,8 +3,8 @@
 :class:`GateCore` runs :func:`staticpodd.validate.gate` with the configured options and caches
 the verdict by digest; reads the pod (namespace/name) bytes define, cached too; and refuses
 what would make the kubelet run something else than the operator meant: a second file
-defining the same pod (KUBELET.md "Duplicate names across files"), new bytes that turn a
-component into another pod (KUBELET.md "Identity and restarts"), a live file for a pod that is
+defining the same pod (docs/kubelet-contract.md "Duplicate names across files"), new bytes that turn a
+component into another pod (docs/kubelet-contract.md "Identity and restarts"), a live file for a pod that is
 parked under another component.
 """
 
@@ -24,7 +24,7 @@ from .core import EngineCore
 from .fsfacts import _sig_text, _stat_sig
 from .model import _q
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -241,7 +241,7 @@ class GateCore(EngineCore):
 
     def files_defining(self, ident: tuple[str, str], *, besides: str) -> list[str]:
         """Live files other than ``besides`` that define pod ``ident`` = (namespace, name), in the
-        kubelet's (sorted) order; the last one is what the kubelet runs (KUBELET.md "Duplicate
+        kubelet's (sorted) order; the last one is what the kubelet runs (docs/kubelet-contract.md "Duplicate
         names across files")."""
         from ..validate.podfacts import may_name
 
@@ -302,7 +302,7 @@ class GateCore(EngineCore):
     def one_look(self) -> Iterator[None]:
         """Within it, the checks of new bytes against the other live files (duplicates, host
         ports: :meth:`files_defining`, ``live_port_claims``) share one listing and one stat per
-        file, taken by the first of them (issue 14: each verb costs one stat per file, not one
+        file, taken by the first of them (each verb costs one stat per file, not one
         per check). Re-entrant; a new look lists and stats again."""
         if self._looking:
             yield
@@ -320,7 +320,7 @@ class GateCore(EngineCore):
         keys them). Files and links to files, a file named like another file's component too
         (no component, untracked, but the kubelet runs it). ``sig``: a tracked file's stat
         signature as text (``_sig_text``; None: gone, or untracked), to compare with the one its
-        cached facts were read with. KUBELET.md "Which files are pods"."""
+        cached facts were read with. docs/kubelet-contract.md "Which files are pods"."""
         entries = self._look if self._looking else None
         if entries is None:
             entries = self._live_entries()
@@ -367,7 +367,7 @@ class GateCore(EngineCore):
         return None if owner is None else f"its name is the component {shown} of {owner}"
 
     def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
-        """Refuse a manifest whose pod another live file already defines (KUBELET.md "Duplicate
+        """Refuse a manifest whose pod another live file already defines (docs/kubelet-contract.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
         others = self.files_defining((namespace, name), besides=file_name)
         if others:

@@ -2,11 +2,11 @@
 
 ``staticpodctl validate DIR`` reports two live pods on one host port as ``host-port-conflict``
 (:func:`staticpodd.validate.directory._port_conflicts`): the kubelet admits one and rejects the
-other (KUBELET.md "What the kubelet refuses": "Host ports already taken fail admission too").
+other (docs/kubelet-contract.md "What the kubelet refuses": "Host ports already taken fail admission too").
 :class:`PortsCore` refuses such bytes before ``apply``, ``edit``, ``rollback`` or ``unpark`` put
 them live, by the same rule (:func:`staticpodd.hostclaims.claims_clash`).
 
-Cost (issue 14): each live file's claims are a fact about its bytes, memoised in the store by
+Cost: each live file's claims are a fact about its bytes, memoised in the store by
 digest (``facts``, kind :meth:`PortsCore._ports_kind`), and found for every live file with one
 query joined on the stat signature its bytes were read with
 (:meth:`VersionStore.live_identities_and_facts`):
@@ -25,7 +25,7 @@ from ..store import digest_of
 from .gate import GateCore
 from .model import _q
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -90,12 +90,11 @@ class PortsCore(GateCore):
                          ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
         """``(file, (namespace, name), claims)`` for every live file but ``besides`` that defines
         a pod claiming host ports, in the kubelet's (sorted) order; non-UTF-8 names (shown with
-        \\xNN escapes) and links to files count, as the kubelet reads them (KUBELET.md "Which
+        \\xNN escapes) and links to files count, as the kubelet reads them (docs/kubelet-contract.md "Which
         files are pods"). A file whose stat is what it was when its bytes were read is not read
         again (:meth:`VersionStore.live_identities_and_facts`, in one look: :meth:`one_look`).
         ``ports``: ``(protocol, port)`` pairs; when given, a file whose memoised claims hold none
-        of them may be left out (its memo is not even decoded: one substring test per file,
-        issue 14)."""
+        of them may be left out (its memo is not even decoded: one substring test per file)."""
         with self.one_look():  # in a verb's look: the listing, stats and rows its duplicate check read
             return self._live_port_claims(besides, ports)
 
@@ -132,7 +131,7 @@ class PortsCore(GateCore):
         the bytes replace: it never counts). Raises Conflict naming the port and protocol, the
         field (``path``/``line`` locate it in ``source``), the other file and its pod; its
         ``details`` carry them too. No ``--force``: the kubelet would reject one of the two pods
-        at admission whatever staticpodd is told. Source: KUBELET.md "What the kubelet refuses"
+        at admission whatever staticpodd is told. Source: docs/kubelet-contract.md "What the kubelet refuses"
         (host ports); the rule is :func:`staticpodd.hostclaims.claims_clash`, the one
         ``validate DIR``'s ``host-port-conflict`` uses. ``doc``: ``data`` decoded (the gate's), if
         at hand."""
@@ -142,7 +141,7 @@ class PortsCore(GateCore):
         clashes = clashes_with(mine[0], mine[1],
                                self.live_port_claims(besides=fn, ports=[(c[0], c[1]) for c in mine[1]]))
         # of files defining one pod the kubelet runs the lexically last only: the others claim
-        # nothing (KUBELET.md "Duplicate names across files"; validate DIR judges so too)
+        # nothing (docs/kubelet-contract.md "Duplicate names across files"; validate DIR judges so too)
         clashes = [c for c in clashes if not self._shadowed(c[1], c[2])]
         if not clashes:
             return

@@ -17,7 +17,7 @@ from ..record import FrozenRecord, Record
 from ..store import ParkRecord, Version
 from ..termsafe import shell_word
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

@@ -22,7 +22,7 @@ from ..store import digest_of, iso
 from .model import OpWarning, Result, _human_duration, _q
 from .swap import SwapVerbs
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -39,8 +39,8 @@ class ParkVerbs(SwapVerbs):
         Renames ``<manifests>/<file>`` to ``<manifests>/.staticpodd/parked/<file>`` on the same
         mount (atomic), fsyncs both directories, records drift first, then a ``park`` version and
         the park record (who, when, why, ``until`` epoch deadline or None). The kubelet stops the
-        pod at its next relist (KUBELET.md "When the kubelet looks").
-        When other live files define the same pod (KUBELET.md "Duplicate names across files"),
+        pod at its next relist (docs/kubelet-contract.md "When the kubelet looks").
+        When other live files define the same pod (docs/kubelet-contract.md "Duplicate names across files"),
         parking one of them does not stop the pod: that is refused, unless ``fn`` is itself a
         leftover (no manifest suffix: ``kube-scheduler.yaml.bak``), where parking it is exactly
         how the duplicate goes away, or ``force`` says the operator means it. The result then
@@ -316,7 +316,7 @@ class ParkVerbs(SwapVerbs):
 
     def parks_bypassed(self) -> list[tuple[str, str]]:
         """``(component, live file)`` for every parked component whose pod another live file
-        defines: the kubelet runs it although it is parked (KUBELET.md "Duplicate names across
+        defines: the kubelet runs it although it is parked (docs/kubelet-contract.md "Duplicate names across
         files"). Not a parked leftover (``kube-scheduler.yaml.bak``): parking it is how its
         duplicate goes away, and the live file is meant to run. Read-only; for ``doctor``."""
         if not self.layout.db_path.exists():

@@ -16,7 +16,7 @@ from .core import EngineCore
 from .fsfacts import _is_tool_tempfile, _sig_text, _stat_sig, pid_alive, refused_link
 from .model import split_at, unified_diff
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,7 +2,7 @@
 
 A read verb never changes the directory or the store's history, never takes the lock and never
 runs recovery, so it has no use for the gate, drift adoption, swaps or parks; importing them cost
-every ``staticpodctl status`` about a tenth of its start-up (issue 14).
+every ``staticpodctl status`` about a tenth of its start-up.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from ..store import Observed, ParkRecord, Version, digest_of
 from .core import EngineCore
 from .model import EXTERNAL
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -210,7 +210,7 @@ class ScanVerbs(GateCore):
         """True (and journaled once, DIRECTORY_PROBLEM kind ``symlink-not-recorded``) when live
         ``fn`` is a symlink whose bytes the kubelet refuses to decode as a pod: its target is not a
         manifest (``/etc/shadow``, a kubeconfig with its private key), so its bytes are never copied
-        into the version store. The kubelet follows the link and skips the file (KUBELET.md "Which
+        into the version store. The kubelet follows the link and skips the file (docs/kubelet-contract.md "Which
         files are pods"); ``status`` and ``doctor`` name it. A link to a real manifest is recorded."""
         why = refused_link(st)
         if why is None:
@@ -236,7 +236,7 @@ class ScanVerbs(GateCore):
         return self.scan(None)
 
     def _too_large(self, key: str, loc: str, fn: str, observed: dict[str, Observed], changes: list[Change]) -> bool:
-        """A file over the kubelet's 10 MB cap (KUBELET.md "Which files are pods") is never read
+        """A file over the kubelet's 10 MB cap (docs/kubelet-contract.md "Which files are pods") is never read
         into the store: it is recorded once as a ``too-large`` event (size only). Returns True
         when the file was handled so."""
         try:

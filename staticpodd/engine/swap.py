@@ -3,7 +3,7 @@
 :class:`SwapVerbs` validates new bytes, refuses what would run another pod than meant, writes
 them to a staging file (fsynced), records the intent, renames them into place only when the
 file still holds the bytes that were judged, and records the new version. Identical bytes
-change nothing on disk (KUBELET.md consequence 6). ``rollback`` and ``restore_last_good`` put
+change nothing on disk (docs/kubelet-contract.md consequence 6). ``rollback`` and ``restore_last_good`` put
 recorded bytes back through the same path.
 """
 
@@ -24,7 +24,7 @@ from .model import EXTERNAL, OpWarning, Result, Target, _q, unified_diff
 from .recover import RecoverVerbs
 from .scan import ScanVerbs
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -105,13 +105,13 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
         ``source`` is where the bytes came from (for messages and the default component name);
         ``component`` (``--as``) overrides it. A parked component gets its parked copy updated and
         stays parked unless ``unpark``. Identical bytes change nothing on disk (no rename, chmod or
-        touch: KUBELET.md consequence 6) and return ``changed=False``. ``check``: change nothing,
+        touch: docs/kubelet-contract.md consequence 6) and return ``changed=False``. ``check``: change nothing,
         report what would happen (no lock, no store writes). ``expect_digest``: refuse with
         Conflict when the current bytes differ (used by ``edit``).
 
         Refused with Conflict, before anything changes: new bytes that define another pod
         (namespace/name) than the component's current file, unless ``rename`` (the kubelet would
-        stop one pod and start another: KUBELET.md "Identity and restarts"); rollback and
+        stop one pod and start another: docs/kubelet-contract.md "Identity and restarts"); rollback and
         restore put recorded bytes back and never ask. A live file whose pod is parked under
         another component (it would start the parked pod again behind the park's back).
         Raises InvalidManifest, Conflict, UsageError, HookFailed, LockTimeout, FsError.
@@ -446,7 +446,7 @@ class SwapVerbs(ScanVerbs, PortsCore, RecoverVerbs):
         acts only while the live file still holds exactly those bytes: a write that landed after
         the judgement (a valid fix, typically) is recorded and never reverted; ChangedMeanwhile
         is raised instead (the caller looks again). The digest is compared once here and again
-        right before the rename (:func:`fsops.replace_checked`). Issue 11 item 2.
+        right before the rename (:func:`fsops.replace_checked`). A valid write must never be reverted.
 
         ``unrecorded``: the live file ``name`` (its file name then, not a component's) as the
         caller read and judged it under the lock it holds, not recorded yet (the daemon's restore

@@ -1,4 +1,4 @@
-"""Prove what the kubelet did with a swap: stopped or started the static pod (issue 7).
+"""Prove what the kubelet did with a swap: stopped or started the static pod.
 
 No apiserver is needed: the container runtime (through ``crictl``) and the manifest's own probes,
 run from the node, are the evidence. Public API::
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

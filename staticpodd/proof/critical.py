@@ -2,14 +2,14 @@
 
 Parking one of these cuts the kubelet off from the apiserver: the mirror pods, node status and
 leases stop, and a kubelet restarted meanwhile may skip removals and additions
-(KUBELET.md "Identity and restarts", k/k #88402). ``park`` asks for ``--force`` for them.
+(docs/kubelet-contract.md "Identity and restarts", k/k #88402). ``park`` asks for ``--force`` for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

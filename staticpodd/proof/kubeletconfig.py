@@ -1,4 +1,4 @@
-"""The kubelet's relist period, read from its config file (KUBELET.md "When the kubelet looks").
+"""The kubelet's relist period, read from its config file (docs/kubelet-contract.md "When the kubelet looks").
 
 An inotify-triggered re-read that fails to parse keeps the old pod until the next full relist
 (KUBELET-LAB.md "Invalid bytes written over a running manifest"), so "the same pod still runs"

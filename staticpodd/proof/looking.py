@@ -4,7 +4,7 @@ One look (:meth:`PodLooks.observe`: sandboxes matched by name or label, their co
 static-pod source check), and the judgements :meth:`Prover.wait_started` makes from looks: which
 sandbox to follow, which probes are due and how they went, whether the containers run, and the
 outcomes for a pod that was dropped, renamed (node name) or shadowed by another file
-(KUBELET.md "Duplicate names across files"). Split out of prover.py (issue 15) so that the
+(docs/kubelet-contract.md "Duplicate names across files"). Split out of prover.py so that the
 Prover class holds its two waits; the methods are unchanged and reached through ``Prover``.
 """
 

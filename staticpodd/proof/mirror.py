@@ -1,7 +1,7 @@
 """Optional: ask the apiserver for the mirror pod's ``config.hash`` (never required).
 
 The kubelet publishes a mirror pod for each static pod, with the annotations
-``kubernetes.io/config.hash`` and ``kubernetes.io/config.mirror`` (both the pod UID; KUBELET.md
+``kubernetes.io/config.hash`` and ``kubernetes.io/config.mirror`` (both the pod UID; docs/kubelet-contract.md
 "Identity and restarts"); kubeadm upgrade waits for that hash. Here it is only extra evidence in
 ``Outcome.details["mirror_pod"]``: the apiserver may be the very thing being changed, so its
 answer never decides a wait. Credentials come from a kubeconfig (e.g. the kubelet's own

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ..record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final, TextIO
 

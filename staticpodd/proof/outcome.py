@@ -14,7 +14,7 @@ from ..errors import WaitTimeout
 from ..record import FrozenRecord, Record
 from .runtime import Container, Sandbox
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

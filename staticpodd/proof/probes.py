@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ..errors import StaticpodError
 from ..record import FrozenRecord, Record
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

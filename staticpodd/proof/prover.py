@@ -1,12 +1,12 @@
 """Prove what the kubelet did after a swap, from the node, without an apiserver.
 
 After ``park``: no ready sandbox and no running container is left for the pod (removing a manifest
-does not always stop its containers: KUBELET.md "Identity and restarts", k/k #88402, #116880).
+does not always stop its containers: docs/kubelet-contract.md "Identity and restarts", k/k #88402, #116880).
 After ``unpark``/``apply``/``edit``/``rollback``: a ready sandbox exists whose
 ``kubernetes.io/config.hash`` differs from the one running before (when the pod changed), every
 container of ``spec.containers`` runs in it, created after the swap, and the manifest's own probes
 pass from the node (see :mod:`.probes`). When the hash never changes, the directory is searched for
-another file defining the same namespace/name (KUBELET.md "Duplicate names across files").
+another file defining the same namespace/name (docs/kubelet-contract.md "Duplicate names across files").
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def pod_spec_changed(old_doc: Mapping[str, Any] | None, new_doc: Mapping[str, An
     Compares decoded documents, so comments, whitespace and key order do not count, nor the
     no-op fields kubeadm writes (``metadata.creationTimestamp: null``, ``status: {}``).
     Explicitly written API defaults still count as a change although the kubelet's hash ignores
-    them; a wait then ends ``unchanged`` (KUBELET.md "Identity and restarts").
+    them; a wait then ends ``unchanged`` (docs/kubelet-contract.md "Identity and restarts").
     """
     if old_doc is None:
         return True
@@ -84,7 +84,7 @@ def pod_spec_changed(old_doc: Mapping[str, Any] | None, new_doc: Mapping[str, An
 class Prover(PodLooks):
     """Watches the container runtime (and probes) for one node.
 
-    About 420 lines, over the ~400 of issue 15 on purpose: most of it is :meth:`wait_started`, one
+    About 420 lines, over the ~400 a module should stay under, on purpose: most of it is :meth:`wait_started`, one
     poll loop whose states (sandbox, containers, health, relist) share its locals; cut into
     pieces it would be harder to follow. How it looks and judges is in :class:`.looking.PodLooks`.
 
@@ -97,7 +97,7 @@ class Prover(PodLooks):
     ``file_check_frequency``: the kubelet's relist period in seconds (default 20, the kubelet's):
     a pod that still runs the sandbox from before the swap is confirmed only after one relist
     has passed, because an inotify re-read that fails to parse keeps the old pod until then
-    (KUBELET.md "What a broken file does to a running pod"). ``restart_backoff``: seconds a pod
+    (docs/kubelet-contract.md "What a broken file does to a running pod"). ``restart_backoff``: seconds a pod
     that vanished after the swap is given to come back before the wait calls it ``dropped``.
     ``clock``/``sleep``/``wall`` exist for tests; timeouts always use the monotonic ``clock``.
     """
@@ -159,7 +159,7 @@ class Prover(PodLooks):
 
     # --- naming -------------------------------------------------------------------------------
     def pod_name(self, manifest_doc_or_name: Mapping[str, Any] | str) -> str:
-        """The pod's name on the node: ``<metadata.name>-<node name>`` (KUBELET.md "How a file is
+        """The pod's name on the node: ``<metadata.name>-<node name>`` (docs/kubelet-contract.md "How a file is
         decoded")."""
         if isinstance(manifest_doc_or_name, str):
             base = manifest_doc_or_name
@@ -225,7 +225,7 @@ class Prover(PodLooks):
             if self.clock() >= deadline:
                 break
             # the kubelet stops a removed pod within about a second: look more often than the
-            # default interval, so park --wait ends close to the moment it stopped (issue 10)
+            # default interval, so park --wait ends close to the moment it stopped
             self.sleep(min(self.poll_interval, STOP_POLL_INTERVAL, max(0.0, deadline - self.clock())))
         elapsed = self.clock() - start
         if last is None:

@@ -3,7 +3,7 @@
 No apiserver is needed: the kubelet gives every CRI pod sandbox of a static pod the pod's own
 labels and annotations (``kubernetes.io/config.hash`` = the pod UID, ``kubernetes.io/config.source:
 file``) plus ``io.kubernetes.pod.name`` / ``io.kubernetes.pod.namespace`` labels, so ``crictl``
-shows them on the node (KUBELET.md "Identity and restarts").
+shows them on the node (docs/kubelet-contract.md "Identity and restarts").
 
 JSON shapes (kubernetes-sigs/cri-tools ``cmd/crictl/sandbox.go``, ``container.go``, ``util.go``:
 protojson with ``EmitDefaultValues``, field names in lowerCamelCase, int64 as *strings*; older
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import RuntimeUnavailable
 from ..record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

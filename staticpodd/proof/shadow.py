@@ -1,6 +1,6 @@
 """Which file in the manifest directory the kubelet actually runs for one namespace/name.
 
-KUBELET.md "Duplicate names across files": pods are keyed by namespace/name; on relist the files
+docs/kubelet-contract.md "Duplicate names across files": pods are keyed by namespace/name; on relist the files
 are read in sorted name order and the **lexically last file wins** (``kube-apiserver.yaml.bak``
 overrides ``kube-apiserver.yaml``). "Which files are pods": every non-dot entry, no extension
 filter, symlinks followed, subdirectories and files over 10 MB skipped.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 

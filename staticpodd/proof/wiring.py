@@ -1,4 +1,4 @@
-"""The two calls ``staticpodctl`` makes around a changing verb (issue 7).
+"""The two calls ``staticpodctl`` makes around a changing verb.
 
 ``commands/changing.py`` calls :func:`before_operation` before the engine swaps anything (for
 ``park`` always, for the other verbs only with ``--wait``) and :func:`run_wait` after a swap when ``--wait`` was
@@ -28,7 +28,7 @@ from ..record import Record
 from .critical import critical_component_reason
 from .options import ROLLBACK_VERBS, TerminalProgress, WaitOptions
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:  # the prover pulls in http/ssl; park without --wait must not pay for it
     from typing import Any
 
@@ -188,7 +188,7 @@ def before_operation(args: Any, eng: Any, verb: str) -> BeforeSwap:
             d = _decode(data)
             return critical_component_reason(d) if d is not None else None
 
-        # memoised by digest: a steady-state park parses no YAML (issue 2's speed target)
+        # memoised by digest: a steady-state park parses no YAML
         memo = getattr(eng, "memo", None)
         reason = memo("critical-reason", data, compute) if memo is not None else compute()
         if reason and comp and _other_files_run_it(eng, comp, data):
@@ -329,7 +329,7 @@ def _auto_rollback(
 ) -> None:
     """Put the previous version back (or park a component that had none) and, with a prover,
     confirm the rolled-back pod runs as well (``rollback.wait`` in ``--json``): a rollback the
-    kubelet did not act on is no rollback (issue 10)."""
+    kubelet did not act on is no rollback."""
     comp = res.component
     reason = f"automatic rollback after {verb}: {outcome.state}: {outcome.message}"[:500]
     failed_doc = _read_doc(eng, "live", res.file_name)

@@ -34,7 +34,7 @@ from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSIO
 from staticpodd.validate.identity import DECODE_CODES, identity_findings
 from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -154,7 +154,7 @@ def validate_bytes(data: bytes, path: str, options: Options | None = None) -> li
 
     Returns findings in layer order (reading, identity, schema, static-pod rules, likely
     mistakes, node fit). Never raises for bad input: unreadable input is a finding.
-    Source: KUBELET.md "How a file is decoded" and "What the kubelet refuses".
+    Source: docs/kubelet-contract.md "How a file is decoded" and "What the kubelet refuses".
     """
     return _validate(data, path, options or _DEFAULT_OPTIONS)[2]
 
@@ -208,7 +208,7 @@ def gate(data: bytes, path: str, options: Options | None = None) -> tuple[Manife
 
 
 def validate_directory(directory: Path, options: Options | None = None, memo: Any = None) -> list[Finding]:
-    """Validate a manifest directory as the kubelet reads it (KUBELET.md "Which files are pods").
+    """Validate a manifest directory as the kubelet reads it (docs/kubelet-contract.md "Which files are pods").
 
     Per file: everything :func:`validate_bytes` finds. Across files: duplicate namespace/name
     (naming the lexically last file, which the kubelet runs), strays, ignored subdirectories,

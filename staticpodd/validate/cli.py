@@ -19,7 +19,7 @@ from pathlib import Path
 from staticpodd.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from staticpodd.termsafe import json_safe, printable_name, safe
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import IO, Any
 
@@ -188,7 +188,7 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
 
 def _checked_files(path: str) -> list[str]:
     """The file paths (as findings name them) that validating ``path`` judged: ``path`` itself,
-    or each non-dot regular file of a directory (KUBELET.md "Which files are pods")."""
+    or each non-dot regular file of a directory (docs/kubelet-contract.md "Which files are pods")."""
     if not os.path.isdir(path):
         return [path]
     try:
@@ -227,7 +227,7 @@ def _verdict_summary(verdicts: list, not_run: int, ours_only: int) -> str:
 
 def _manifest_count(path: str) -> int:
     """How many files the kubelet would read at ``path``: 1 for a file, the non-dot regular
-    files for a directory (KUBELET.md "Which files are pods")."""
+    files for a directory (docs/kubelet-contract.md "Which files are pods")."""
     if not os.path.isdir(path):
         return 1
     try:

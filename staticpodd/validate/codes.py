@@ -1,7 +1,7 @@
 """Every finding code the validator can emit: part of the ``--json`` contract; never rename one.
 
 ``CODES[code] = (layer, severity, source)``. :data:`KUBELET` says what the kubelet itself does
-with a file that has an *error* of that code (the two levels: issue 10, KUBELET.md "How a file is
+with a file that has an *error* of that code (the two levels; docs/kubelet-contract.md "How a file is
 decoded", "What the kubelet refuses"); :data:`STRICTNESS` lists every deliberate strictness (an
 error staticpodd makes where the kubelet runs the file), each pinned by a test in
 ``tests/validate/test_verdicts.py`` and listed in README "Validation that agrees with the kubelet".
@@ -14,16 +14,16 @@ never reported between files that define one pod (the kubelet runs only one of t
 from __future__ import annotations
 
 CODES: dict[str, tuple[int, str, str]] = {
-    # 1. reading like the kubelet -- KUBELET.md "How a file is decoded"; sigs.k8s.io/yaml, go-yaml v2
+    # 1. reading like the kubelet -- docs/kubelet-contract.md "How a file is decoded"; sigs.k8s.io/yaml, go-yaml v2
     "too-large": (1, "error", "pkg/kubelet/config/file.go maxConfigLength (10 MB; ours lower by default)"),
-    "not-utf8": (1, "error", "issue 4 layer 1"),
+    "not-utf8": (1, "error", "layer 1: the kubelet reads the bytes as UTF-8 text"),
     "yaml-syntax": (1, "error", "sigs.k8s.io/yaml YAMLToJSON (go-yaml v2 parser)"),
     "yaml-tab": (1, "error", "YAML 1.1: tabs are not indentation; go-yaml v2 scanner"),
-    "yaml-duplicate-key": (1, "error", "KUBELET.md 'How a file is decoded' (the kubelet accepts: last value wins)"),
+    "yaml-duplicate-key": (1, "error", "docs/kubelet-contract.md 'How a file is decoded' (kubelet: last value wins)"),
     "yaml-excessive-aliasing": (1, "error", "go-yaml v2 decode.go allowedAliasRatio"),
     "yaml-unsupported-value": (1, "error", "encoding/json: NaN/Inf cannot be encoded by YAMLToJSON"),
     "json-syntax": (1, "error", "apimachinery util/yaml ToJSON hasJSONPrefix: a file starting with '{' is strict JSON"),
-    "multiple-documents": (1, "error", "KUBELET.md 'How a file is decoded' (the kubelet runs the first document)"),
+    "multiple-documents": (1, "error", "docs/kubelet-contract.md 'How a file is decoded' (kubelet runs the first)"),
     "empty-extra-document": (1, "info", "a trailing '---' is an empty document the kubelet ignores"),
     "utf16": (1, "info", "go-yaml v2 reader: a UTF-16 byte order mark selects UTF-16"),
     "not-regular-file": (1, "error", "pkg/kubelet/config/file.go (non-regular entries are skipped)"),
@@ -64,11 +64,11 @@ CODES: dict[str, tuple[int, str, str]] = {
     "argv-shell-syntax": (5, "warning", "CRI exec argv semantics"),
     "hostpath-missing": (5, "warning", "pkg/volume/hostpath checkType; runtime auto-creates directories"),
     "image-unpinned": (5, "warning", "SetDefaults_Container: imagePullPolicy Always for :latest"),
-    "pinned-uid": (5, "warning", "KUBELET.md 'Identity and restarts'"),
+    "pinned-uid": (5, "warning", "docs/kubelet-contract.md 'Identity and restarts'"),
     # 6. node fit
     "out-of-cpu": (6, "error", "kubelet admission vs allocatable; static pods: UnexpectedAdmissionError (preemption)"),
     "out-of-memory": (6, "error", "kubelet admission vs allocatable; static pods: UnexpectedAdmissionError"),
-    # 7. directory level -- KUBELET.md "Which files are pods", "Duplicate names across files"
+    # 7. directory level -- docs/kubelet-contract.md "Which files are pods", "Duplicate names across files"
     "duplicate-pod": (7, "error", "the lexically last file wins on relist"),
     "stray": (7, "warning", "no extension filter: every non-dot file is read"),
     "subdirectory-ignored": (7, "warning", "no recursion"),

@@ -1,7 +1,7 @@
 """Layer 4, containers: what the kubelet refuses in ``spec.containers`` and ``spec.initContainers``.
 
 Names, images, enums, ports (and host ports), volume mounts, env, resources and probes, as
-pkg/apis/core/validation/validation.go checks them in ``ValidatePodCreate`` (KUBELET.md "What the
+pkg/apis/core/validation/validation.go checks them in ``ValidatePodCreate`` (docs/kubelet-contract.md "What the
 kubelet refuses"). Every error here means: the file is refused, and a pod it was running is
 removed at the next 20 s relist. Pod-level rules are in :mod:`.podrules`, which re-exports
 :func:`rule_containers`.
@@ -16,7 +16,7 @@ from staticpodd.validate.identity import dns1123_label_errors
 from staticpodd.validate.quantity import parse_quantity
 from staticpodd.validate.ruletools import REFUSED, _int, _suggest
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,7 +9,7 @@ from staticpodd.validate.findings import Finding, make
 
 from ..record import FrozenRecord, Record
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -30,7 +30,7 @@ class Options(FrozenRecord):
     systemReserved (default 0, as the kubelet's). ``memory_eviction_hard``: its evictionHard
     ``memory.available`` threshold, a quantity (``"100Mi"``, the kubelet's default) or a
     percentage of capacity (``"5%"``). Pods are admitted against allocatable = capacity minus
-    those (KUBELET.md "What the kubelet refuses"; pkg/kubelet/cm/helpers.go).
+    those (docs/kubelet-contract.md "What the kubelet refuses"; pkg/kubelet/cm/helpers.go).
     ``check_host``: check hostPath paths on this machine (False when validating for another node).
     """
 

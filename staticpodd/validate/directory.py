@@ -1,6 +1,6 @@
 """Layer 7: the manifest directory as the kubelet reads it.
 
-Source: KUBELET.md "Which files are pods", "Duplicate names across files", "What the kubelet
+Source: docs/kubelet-contract.md "Which files are pods", "Duplicate names across files", "What the kubelet
 refuses" (host ports); upstream pkg/kubelet/config/file.go (``extractFromDir``: glob ``[^.]*``,
 no recursion, symlinks followed, non-regular entries skipped) and the scheduler's NodePorts
 predicate the kubelet runs at admission (pkg/kubelet/lifecycle/predicate.go).
@@ -20,7 +20,7 @@ from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
 from staticpodd.validate.verdict import kubelet_refuses
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -42,7 +42,7 @@ def stray_reason(name: str) -> str | None:
     ``.backup``, ``.orig``, ``.old``), package-manager and config-management leftovers
     (``.dpkg-old``, ``.rpmnew``, Puppet's ``x20240101-123-abc``, Ansible's ``x.1234.<date>@<time>~``),
     temp files (``.tmp1234``), and scripts or documents (any other extension).
-    Source: KUBELET.md "Which files are pods" (no extension filter).
+    Source: docs/kubelet-contract.md "Which files are pods" (no extension filter).
     """
     from staticpodd.cmpatterns import identify
 
@@ -151,7 +151,7 @@ def _judge_file(name: str, display: str, data: bytes, options: Options, validate
     facts = pod_facts(display, doc, positions)
     if facts.ports and kubelet_refuses(own):
         # a pod the kubelet never runs (its file refused, or its own admission fails) holds no
-        # host port: nothing clashes with it (KUBELET.md "What the kubelet refuses")
+        # host port: nothing clashes with it (docs/kubelet-contract.md "What the kubelet refuses")
         facts = facts.replace(ports=())
     return tuple(own), facts
 
@@ -326,7 +326,7 @@ def _duplicates(pods: dict) -> list[Finding]:
     The finding goes on the file that should go: each stray by its name (:func:`stray_reason`:
     ``kube-apiserver.yaml.bak``), whether it wins or loses, when a file that is not a stray
     defines the pod too; otherwise on each file that loses (sorts before the winner).
-    Source: KUBELET.md "Duplicate names across files".
+    Source: docs/kubelet-contract.md "Duplicate names across files".
     """
     out = []
     for (ns, name), files in pods.items():
@@ -380,7 +380,7 @@ def _port_conflicts(pods: dict) -> list[Finding]:
 
     Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
     refusal of new bytes uses it too). Of files that define one pod (same namespace/name) only
-    the lexically last counts: the kubelet runs it and ignores the others (KUBELET.md "Duplicate
+    the lexically last counts: the kubelet runs it and ignores the others (docs/kubelet-contract.md "Duplicate
     names across files"; :func:`_duplicates` reports them as ``duplicate-pod``). A pod the kubelet
     never runs claims nothing (:func:`_judge_file`).
     """

@@ -1,6 +1,6 @@
 """The Finding record every validation rule returns, and the helper rules use to make one.
 
-Two levels (issue 10 "Two levels, not one"; KUBELET.md "What the kubelet refuses"): every
+Two levels (the two levels, not one; docs/kubelet-contract.md "What the kubelet refuses"): every
 finding says what *the kubelet itself* does with the file (:attr:`Finding.kubelet`), apart from
 whether *staticpodd* refuses to install it (:attr:`Finding.severity` ``"error"``). The verdict
 for a whole file is :func:`staticpodd.validate.verdict.verdict`.
@@ -12,7 +12,7 @@ from staticpodd.positions import locate
 
 from ..record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -20,10 +20,10 @@ SEVERITIES = ("error", "warning", "info")
 
 KUBELET_REFUSES = "refuses"
 """The kubelet refuses the file: it cannot decode or validate it, and drops the pod it ran from it
-(at the next relist; KUBELET.md "What a broken file does to a running pod")."""
+(at the next relist; docs/kubelet-contract.md "What a broken file does to a running pod")."""
 KUBELET_FAILS_ADMISSION = "fails-admission"
 """The kubelet reads the file but the pod fails admission on the node (phase Failed, never runs:
-``UnexpectedAdmissionError`` for a static pod, host port taken). KUBELET.md "What the kubelet refuses"."""
+``UnexpectedAdmissionError`` for a static pod, host port taken). docs/kubelet-contract.md "What the kubelet refuses"."""
 KUBELET_ACCEPTS = "accepts"
 """The kubelet runs the file as written: the finding is a warning, or staticpodd's own strictness."""
 KUBELET_LEVELS = (KUBELET_REFUSES, KUBELET_FAILS_ADMISSION, KUBELET_ACCEPTS)

@@ -1,6 +1,6 @@
 """Layer 2: kind and identity -- exactly one ``apiVersion: v1``, ``kind: Pod`` with a good name.
 
-Source: KUBELET.md "How a file is decoded"; upstream pkg/kubelet/config/common.go
+Source: docs/kubelet-contract.md "How a file is decoded"; upstream pkg/kubelet/config/common.go
 (``tryDecodeSinglePod``, ``applyDefaults``: the pod is renamed ``<name>-<node name>`` and then
 validated with pkg/apis/core/validation/validation.go ``ValidatePodCreate``).
 """
@@ -12,7 +12,7 @@ import re
 from staticpodd.positions import locate
 from staticpodd.validate.findings import Finding, make
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -17,7 +17,7 @@ def rule_priority(ctx: Context) -> None:
 
     Code ``priority-without-class`` (warning): the pod runs, but the API server's Priority
     admission refuses the mirror pod ("the integer value of priority ... must not be provided in
-    pod spec"), so the pod is invisible in kubectl. Source: KUBELET.md "What the kubelet refuses";
+    pod spec"), so the pod is invisible in kubectl. Source: docs/kubelet-contract.md "What the kubelet refuses";
     corpus case B15; plugin/pkg/admission/priority/admission.go.
     """
     spec = ctx.spec
@@ -201,7 +201,7 @@ def rule_pinned_uid(ctx: Context) -> None:
 
     Code ``pinned-uid`` (warning): the kubelet uses it instead of hashing the manifest, so spec
     changes take an in-place update path that restarts containers only on name/image change
-    (inferred). Source: KUBELET.md "Identity and restarts"; pkg/kubelet/config/common.go
+    (inferred). Source: docs/kubelet-contract.md "Identity and restarts"; pkg/kubelet/config/common.go
     applyDefaults.
     """
     uid = as_dict(ctx.doc.get("metadata")).get("uid")

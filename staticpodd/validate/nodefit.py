@@ -10,7 +10,7 @@ and when none can free enough the pod ends Failed with reason ``UnexpectedAdmiss
 "Unexpected error while attempting to recover from admission failure: preemption: error finding
 a set of pods to preempt: no set of running pods found to reclaim resources: [(res: cpu, q:
 30000), ]" (cpu in millicores, memory in bytes; q is what is missing). Seen on v1.34.2
-(KUBELET.md "What the kubelet refuses"; the seed lesson's ``toobig.yaml``). Other static pods
+(docs/kubelet-contract.md "What the kubelet refuses"; the seed lesson's ``toobig.yaml``). Other static pods
 are critical too and never preempted, so the pods of the directory count as used.
 The codes keep their names (``out-of-cpu``, ``out-of-memory``: part of the ``--json`` contract).
 Requests: component-helpers resource.PodRequests (init containers and sidecars).
@@ -25,7 +25,7 @@ from staticpodd.validate.context import Context, Options, as_dict, as_list
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from staticpodd.validate.podfacts import PodFacts
 

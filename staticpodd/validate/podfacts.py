@@ -2,10 +2,10 @@
 passes over one directory.
 
 :class:`PodFacts` is a pod as the checks across files see it (duplicate names, host ports, node
-fit: KUBELET.md "Duplicate names across files", "What the kubelet refuses"), kept instead of
+fit: docs/kubelet-contract.md "Duplicate names across files", "What the kubelet refuses"), kept instead of
 its decoded document and source positions. :class:`FileMemo` keeps each file's own findings and
 facts under the sha256 of its bytes, so a pass over a directory where one file changed decodes
-and validates that file only (issue 14: the cost of a pass follows the change, not the node).
+and validates that file only (the cost of a pass follows the change, not the node).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from staticpodd.record import FrozenRecord
 from staticpodd.validate.context import Options, as_dict, as_list
 from staticpodd.validate.findings import Finding
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Final
 
@@ -93,7 +93,7 @@ def host_ports(doc: dict) -> list[tuple[str, int, str, str]]:
 
 def is_pod_doc(doc: object) -> bool:
     """Whether a decoded document is a pod the checks across files count: ``apiVersion: v1``,
-    ``kind: Pod`` and a non-empty string ``metadata.name`` (KUBELET.md "Which files are pods")."""
+    ``kind: Pod`` and a non-empty string ``metadata.name`` (docs/kubelet-contract.md "Which files are pods")."""
     if not isinstance(doc, dict) or doc.get("kind") != "Pod" or doc.get("apiVersion") != "v1":
         return False
     name = as_dict(doc.get("metadata")).get("name")

@@ -2,7 +2,7 @@
 
 After decoding, the kubelet defaults the pod (it sets ``spec.nodeName``), runs
 ``ValidatePodCreate`` and, from v1.34, refuses references to API objects
-(pkg/kubelet/config/common.go ``tryDecodeSinglePod``; KUBELET.md "What the kubelet refuses").
+(pkg/kubelet/config/common.go ``tryDecodeSinglePod``; docs/kubelet-contract.md "What the kubelet refuses").
 Every error here means: the file is refused, and a pod it was running is removed at the next
 20 s relist. The checks below are the subset of pkg/apis/core/validation/validation.go that
 hand-written manifests actually trip; each function names the upstream function it mirrors.
@@ -134,7 +134,7 @@ def rule_static_pod_fields(ctx: Context) -> None:
 
     Codes ``ephemeral-containers``, ``scheduling-gates``. Source: validation.go ValidatePodCreate
     ("cannot be set on create"); ValidatePodSpec (schedulingGates forbidden once nodeName is set;
-    the kubelet's applyDefaults sets nodeName) -- KUBELET.md "What the kubelet refuses".
+    the kubelet's applyDefaults sets nodeName) -- docs/kubelet-contract.md "What the kubelet refuses".
     """
     spec = ctx.spec
     if as_list(spec.get("ephemeralContainers")):
@@ -250,7 +250,7 @@ def rule_api_references(ctx: Context) -> None:
     <resource>"), a warning for older kubelets (the pod runs but NodeRestriction refuses its mirror
     pod, k/k #103587) -- except ClusterTrustBundle projections and resourceClaims, which older
     kubelets refuse too. Source: pkg/kubelet/config/common.go tryDecodeSinglePod;
-    pkg/api/pod/util.go HasAPIObjectReference; KUBELET.md "What the kubelet refuses".
+    pkg/api/pod/util.go HasAPIObjectReference; docs/kubelet-contract.md "What the kubelet refuses".
     """
     found = api_object_reference(ctx.spec)
     if found is None:

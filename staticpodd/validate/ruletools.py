@@ -2,12 +2,12 @@
 
 ``REFUSED``: the phrase each of their error messages ends with; ``_int``: a JSON integer that is
 not a boolean; ``_suggest``: the hint for a value outside an enum. Moved out of podrules.py so
-that the container rules can live in their own module (issue 15).
+that the container rules can live in their own module.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, TypeGuard
 

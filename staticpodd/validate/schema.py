@@ -27,7 +27,7 @@ from pathlib import Path
 from staticpodd.positions import join_path
 from staticpodd.validate.context import DEFAULT_VERSION, Context
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 

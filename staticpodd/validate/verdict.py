@@ -1,6 +1,6 @@
 """The verdict on one file at both levels: does the kubelet run it, and does staticpodd install it?
 
-Issue 10 "Two levels, not one": what the kubelet refuses (it drops the pod: parse errors, not a
+Two levels, not one: what the kubelet refuses (it drops the pod: parse errors, not a
 v1 Pod, no name, API references from v1.34 ...) and what only staticpodd refuses (its own
 strictness: duplicate keys, more than one document ...) are told apart everywhere. ``apply`` and
 ``validate`` refuse both (exit codes unchanged), but only a finding the kubelet refuses may drive
@@ -18,7 +18,7 @@ from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSIO
 
 from ..record import FrozenRecord
 
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up (issue 14)
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
 
@@ -47,7 +47,7 @@ def kubelet_refused(findings: Iterable[Any]) -> list[Any]:
 
 
 def kubelet_refuses(findings: Iterable[Any]) -> bool:
-    """True when the kubelet will not run this file's pod (KUBELET.md "What the kubelet refuses").
+    """True when the kubelet will not run this file's pod (docs/kubelet-contract.md "What the kubelet refuses").
 
     The daemon's ``on_invalid: restore`` gate: only such a file may be restored over, and only
     for it may a message say "the kubelet drops its pod".

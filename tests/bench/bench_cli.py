@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process wall time of the fast staticpodctl verbs, as a ratio to a bare interpreter.
 
-Issue 2's target: park, unpark, status and history each take <= 4x the time of
+The target: park, unpark, status and history each take <= 4x the time of
 ``python -I -c pass`` on the same machine. These machines are noisy, so the script prints
 ratios of medians over many runs, never absolute times as a pass/fail. Run it with the
 project's interpreter:

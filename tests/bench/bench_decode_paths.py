@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: the two decode paths on the same bytes (issue 10: a file starting with '{' is strict JSON).
+"""Benchmark: the two decode paths on the same bytes (a file starting with '{' is strict JSON).
 
 Not a test (no timing assertions): prints seconds per decode and the ratio JSON path / YAML path
 for a corpus-sized manifest and for a 2 MiB one (the kubelet runs files up to 10 MiB, so

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""park/unpark --wait against a plain ``mv``, on a real kubelet 1.34 + containerd (issue 10).
+"""park/unpark --wait against a plain ``mv``, on a real kubelet 1.34 + containerd.
 
 In one run, on one lab (tests/e2e/kubelet-lab), with kubeadm's kube-scheduler manifest:
 
@@ -11,12 +11,12 @@ In one run, on one lab (tests/e2e/kubelet-lab), with kubeadm's kube-scheduler ma
   kubelet's 10-15 s back-off on a UID change);
 - ``on_invalid: restore``: writer's close -> good bytes back, over many writes (p50/p99), and
   the window the kubelet could read bad bytes in (the writer's ``open(O_TRUNC)`` -> good bytes
-  back): a relist that lands in it drops the pod (KUBELET.md "What a broken file does to a
+  back): a relist that lands in it drops the pod (docs/kubelet-contract.md "What a broken file does to a
   running pod"), so the chance that one write costs a restart is the mean window over
   fileCheckFrequency, and over 10 writes (tests/e2e/test_e2e_restore.py) ten times that.
   The first restore after the daemon's READY is shown apart (it pays for the start-up's tail).
 
-Prints medians and the differences to the ``mv`` figures; issue 10's goal: park --wait and
+Prints medians and the differences to the ``mv`` figures; the goal: park --wait and
 unpark --wait within 0.3 s of them; restore within 50 ms of the close (p99). Never a pass/fail:
 
     .venv/bin/python tests/bench/bench_e2e.py [--rounds 3] [--restores 200] [--restore-only]

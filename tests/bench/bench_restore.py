@@ -10,7 +10,7 @@ one ``write``, ``close``, as ``cat bad > f`` does) and polls the file's inode un
 rename replaces it:
 
 - close -> restored, p50/p99/max (the daemon's own part of the window);
-- open -> restored (the window in which a kubelet relist reads the bad bytes: KUBELET.md "What a
+- open -> restored (the window in which a kubelet relist reads the bad bytes: docs/kubelet-contract.md "What a
   broken file does to a running pod");
 - the daemon's CPU time (user + system) per write, from READY=1 to its stop: all it does for
   one restore, before and after the rename (what a busy machine has to find time for);

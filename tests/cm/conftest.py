@@ -198,7 +198,6 @@ def fleet(tmp_path: Path, ansible_venv: Path, collection: tuple[Path, Path], sta
 @pytest.fixture
 def probe_server():
     """A real HTTP server on 127.0.0.1 answering 200 (the stand-in runtime's pods' probes)."""
-    sys.path.insert(0, str(HERE.parent / "proof"))
     from proof_fakes import ProbeServer
 
     srv = ProbeServer([200])

@@ -8,7 +8,7 @@ protojson shapes real crictl prints):
 
 - every non-dot regular file in the directory that parses as a Pod runs as one ready sandbox named
   ``<metadata.name>-<node name>`` whose ``kubernetes.io/config.hash`` hashes the node name, the full
-  file path and the bytes (KUBELET.md "Identity and restarts"), with one running container per
+  file path and the bytes (docs/kubelet-contract.md "Identity and restarts"), with one running container per
   ``spec.containers`` entry, created when the stand-in first saw those bytes;
 - a file that goes away, or whose bytes change, leaves its old sandbox NOTREADY and its containers
   exited (KUBELET-LAB.md: removing a manifest stops the pod; a change recreates it under a new UID).

@@ -1,4 +1,4 @@
-"""Issue 6: doctor and validate name the config-management tool that left a stray, and the fix."""
+"""doctor and validate name the config-management tool that left a stray, and the fix."""
 
 from __future__ import annotations
 

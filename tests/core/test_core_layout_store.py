@@ -100,7 +100,7 @@ def test_versions_are_numbered_per_component_and_identical_bytes_are_stored_once
 
 def test_blobs_and_versions_keep_the_digest_as_32_raw_bytes_and_every_row_returned_has_the_hex(
         store: VersionStore) -> None:
-    """Issue 14: the hex digest written twice per version (blob key, version row) was most of what
+    """Cost that follows the change: the hex digest written twice per version (blob key, version row) was most of what
     a small manifest's version cost on disk."""
     v = store.record("etcd", "etcd.yaml", b"A" * 100, action="apply", actor="root")
     assert v.digest == hashlib.sha256(b"A" * 100).hexdigest()

@@ -1,5 +1,5 @@
-"""Issue 14: what park and unpark do must depend on the component asked, not on how many others
-the node has, while the duplicate-pod checks (KUBELET.md "Duplicate names across files") still
+"""Cost that follows the change: what park and unpark do must depend on the component asked, not on how many others
+the node has, while the duplicate-pod checks (docs/kubelet-contract.md "Duplicate names across files") still
 see every live file. Counted (store queries, directory listings), never timed."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_a_twin_edited_by_hand_is_still_seen_by_park(eng, sandbox) -> None:
 
 
 def test_the_first_park_on_a_fresh_node_caches_every_identity_in_one_commit(sandbox, monkeypatch) -> None:
-    # Seen profiling issue 14: the first park after adoption cached the pod identity of each other
+    # Seen profiling a 1,000-manifest node: the first park after adoption cached the pod identity of each other
     # live file in a transaction of its own (1,000 commits, ~2 s, on a node of 1,000 manifests).
     monkeypatch.setenv("STATICPODD_NO_JOURNAL", "1")
     for i in range(30):
@@ -118,7 +118,7 @@ def test_a_twin_written_after_the_last_apply_is_still_refused(eng, sandbox) -> N
 
 
 def test_unpark_and_apply_decode_no_other_file_for_its_host_ports(eng, monkeypatch) -> None:
-    # The host-port check (KUBELET.md "What the kubelet refuses") looks at every other live
+    # The host-port check (docs/kubelet-contract.md "What the kubelet refuses") looks at every other live
     # file's claims, memoised by digest and trusted while the file's stat is what it was when
     # its bytes were read: after the first look, the 29 others are neither read nor decoded, and
     # the two checks of the other files (duplicates, host ports) stat each of them once.

@@ -1,4 +1,4 @@
-"""Issue 14: ``history`` costs the same with 1 or 10,000 versions: by default it shows the newest
+"""Cost that follows the change: ``history`` costs the same with 1 or 10,000 versions: by default it shows the newest
 100 (text and --json, which says the total and that it is cut), ``--all`` / ``-n 0`` everything,
 and the rows are not deep-copied (no ``dataclasses.asdict`` per version)."""
 

@@ -1,5 +1,5 @@
 """apply, edit, rollback and unpark refuse bytes whose host port another live pod already claims:
-the kubelet would reject one of the two pods at admission (KUBELET.md "What the kubelet refuses":
+the kubelet would reject one of the two pods at admission (docs/kubelet-contract.md "What the kubelet refuses":
 "Host ports already taken fail admission too"), and ``validate DIR`` would flag the directory as
 ``host-port-conflict``. Same rule as ``validate DIR`` (hostNetwork claims every containerPort and
 the control-plane binaries' flags; hostIPs overlap when equal or one is 0.0.0.0; one pod in two
@@ -151,7 +151,7 @@ def test_unpark_refuses_a_pod_whose_port_another_pod_took_while_it_was_parked(sa
 
 
 def test_a_non_utf8_named_file_and_a_link_claim_their_ports_too(sandbox, ctl, tmp_path) -> None:
-    """The kubelet reads both (KUBELET.md "Which files are pods"): staticpodd tracks neither as a
+    """The kubelet reads both (docs/kubelet-contract.md "Which files are pods"): staticpodd tracks neither as a
     component, but their host ports are taken all the same."""
     odd = os.fsencode(str(sandbox.manifests)) + b"/caf\xe9.yaml"
     with open(odd, "wb") as fh:
@@ -184,7 +184,7 @@ def test_a_file_edited_by_hand_to_take_the_port_is_seen(sandbox, ctl, tmp_path) 
 
 def test_only_pods_the_kubelet_runs_hold_ports(sandbox, ctl, tmp_path) -> None:
     """A newcomer's two wrong refusals: of two files defining one pod the kubelet runs the
-    lexically last and ignores the other (KUBELET.md "Duplicate names across files"), and it
+    lexically last and ignores the other (docs/kubelet-contract.md "Duplicate names across files"), and it
     never runs a file it refuses; neither holds a host port, for apply as for validate DIR. The
     file the kubelet does run still does."""
     sandbox.write("a.yaml", port_pod("a", 9090))  # ignored: a.yaml.bak defines pod a too and sorts last

@@ -1,4 +1,4 @@
-"""No import circles inside the staticpodd package (issue 15).
+"""No import circles inside the staticpodd package.
 
 Every module under ``staticpodd/`` is parsed with :mod:`ast` (nothing is imported), and each
 ``import``/``from … import`` of a staticpodd module becomes an edge of a graph: top-level imports

@@ -1,4 +1,4 @@
-"""staticpodd.record: the value objects that replaced @dataclass (issue 14) keep what the dataclasses
+"""staticpodd.record: the value objects that replaced @dataclass keep what the dataclasses
 gave their users: == and hash over the fields (minus ``_not_compared``), a readable repr, and
 ``replace`` through ``__init__`` (so a Finding's kubelet level is filled in again)."""
 

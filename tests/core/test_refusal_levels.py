@@ -1,5 +1,5 @@
 """apply refuses both levels (exit 1, nothing changed) but says which one refused: the kubelet, or
-only staticpodd's own rules (issue 10 "Two levels, not one"). Real files, real SQLite, real journald."""
+only staticpodd's own rules (the two levels, not one). Real files, real SQLite, real journald."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What the daemon's restore (``Engine.restore_last_good``, ``on_invalid: restore``) does before its
 rename, counted, never timed (the latency is tests/bench/bench_e2e.py ``--restore-only`` and
 tests/bench/bench_restore.py): every step there is time a kubelet relist may read the refused
-bytes in (KUBELET.md "What a broken file does to a running pod").
+bytes in (docs/kubelet-contract.md "What a broken file does to a running pod").
 
 - the version put back is validated once, not once to choose it and again in the gate, and not
   again by the next restore of the same version;

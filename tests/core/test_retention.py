@@ -1,4 +1,4 @@
-"""Retention (issue 14): ``staticpodctl prune`` and :mod:`staticpodd.retention` keep the newest N
+"""Retention: ``staticpodctl prune`` and :mod:`staticpodd.retention` keep the newest N
 versions and everything younger than D per component, and never prune the current version, a
 parked copy's version, the last valid version, or a version a running intent needs. The clock is
 ours: versions are recorded with chosen ``created_at`` times and prune is given ``now``."""
@@ -205,7 +205,7 @@ def test_a_removed_stray_leaves_status_after_the_window_and_is_journalled(sandbo
 
 
 def test_pruning_never_makes_an_alerting_counter_go_down(sandbox) -> None:
-    """The ``_total`` metrics count store rows (issue 12.7); Prometheus reads a decrease as a
+    """The ``_total`` metrics count store rows; Prometheus reads a decrease as a
     counter reset, so the rows a prune deletes are carried over (staticpodd.tallies)."""
     from staticpodd.metrics import store_counters
 

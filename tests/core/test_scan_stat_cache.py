@@ -1,4 +1,4 @@
-"""Stored stat signatures (observed.sig, issue 14): a full scan (the daemon's rescan, every verb's
+"""Stored stat signatures (observed.sig): a full scan (the daemon's rescan, every verb's
 pre-change scan) reads only files whose stat changed since their bytes were last read and
 recorded; anything else (new bytes even with the old size and mtime put back, a chmod, a file
 whose ctime was under 2 s old when it was read, a scan that failed) is read again."""

@@ -1,4 +1,4 @@
-"""Issue 14 (start-up): what a verb's process imports. Checked in a fresh interpreter by module
+"""Start-up cost: what a verb's process imports. Checked in a fresh interpreter by module
 name, never timed: the figures are in tests/bench/bench_scale.py row 5."""
 
 from __future__ import annotations

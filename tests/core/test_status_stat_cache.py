@@ -1,4 +1,4 @@
-"""Read verbs on a node at rest (issue 14): ``status`` and ``history`` take a recorded file's digest
+"""Read verbs on a node at rest: ``status`` and ``history`` take a recorded file's digest
 from the stat signature its bytes were read with (observed.sig, the scan's own cache) instead of
 reading and hashing the file; a file whose stat changed since is read, so drift is never missed."""
 

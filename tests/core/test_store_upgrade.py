@@ -130,7 +130,7 @@ def test_the_zd1_dictionary_is_frozen() -> None:
         "5e5e88253fcb3a77d30bc5ad9a541b287327dc181583e5347e7cff4b9f64e782")
 
 
-# -- schema 3 (issue 14's branch point) -> 4: digests of blobs and versions as raw bytes -----------
+# -- schema 3 (before the store-size work) -> 4: digests of blobs and versions as raw bytes -----------
 
 FIXTURE_V3 = Path(__file__).parent / "fixtures/store-v3.sqlite3"
 BRANCH_POINT = "6ecb680"  # the last schema-3 code, which wrote FIXTURE_V3 (fixtures/make_store_v3.py)

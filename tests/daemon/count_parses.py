@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the real staticpodd daemon (``python -m staticpodd.daemon`` ARGS) with every YAML parse,
 JSON manifest decode and validation call counted: each call appends ``<kind> <epoch>`` to the
-file named by $STATICPODD_COUNT_PARSES. For tests/daemon/test_rescan_cost.py (issue 14: a full
+file named by $STATICPODD_COUNT_PARSES. For tests/daemon/test_rescan_cost.py (a full
 rescan of an unchanged directory does no YAML parsing or validation). With
 $STATICPODD_COUNT_ORDER, each restore (``restore``) and each memory trim (``trim``) is appended
 to that file too, in the order the daemon makes them, and at each rename of a restore on a

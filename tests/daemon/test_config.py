@@ -188,7 +188,7 @@ def test_check_config_exits_0_or_78_naming_the_key(tmp_path):
 
 
 def test_a_config_that_sets_nothing_loads_without_the_schema_library(tmp_path):
-    """Issue 14 (daemon RSS): the packaged staticpodd.yaml is all comments; a missing file or one
+    """Daemon memory: the packaged staticpodd.yaml is all comments; a missing file or one
     that sets nothing means all defaults, with no jsonschema in the process (about 4 MB)."""
     comments = tmp_path / "comments.yaml"
     comments.write_text("# rescan_interval: 20\n# on_invalid: alert\n")

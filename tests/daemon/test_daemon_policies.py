@@ -138,7 +138,7 @@ def test_a_symlinked_manifest_dir_gets_hints_and_a_retargeted_link_is_watched_ag
     d = run_daemon(root)
     d.wait_ready()
     assert d.heartbeat()["watch"]["watching"]
-    # an admin retargets the link (the kubelet follows the path: KUBELET.md "Which files are pods")
+    # an admin retargets the link (the kubelet follows the path: docs/kubelet-contract.md "Which files are pods")
     os.symlink("manifests-b", kube / ".manifests.new")
     os.rename(kube / ".manifests.new", kube / "manifests")
     e = wait_journal(root, "DIRECTORY_REWATCHED", timeout=15)

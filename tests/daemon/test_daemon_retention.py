@@ -1,4 +1,4 @@
-"""The real staticpodd prunes on its timer (``retention:``, issue 14): right after READY, then every
+"""The real staticpodd prunes on its timer (``retention:``): right after READY, then every
 ``interval``. Old versions beyond the policy go, and a removed stray past the window leaves
 ``status`` and the metrics textfile. The clock is ours: the history is recorded through the
 product's API with ``created_at`` 30 days back, and the events' times are moved back by SQL

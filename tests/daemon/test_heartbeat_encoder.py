@@ -1,4 +1,4 @@
-"""Issue 14: the heartbeat of a node with thousands of problems is rewritten every 10 s for its
+"""Cost that follows the change: the heartbeat of a node with thousands of problems is rewritten every 10 s for its
 ``last_loop``; :class:`HeartbeatEncoder` writes the same bytes as ``json.dumps(sort_keys=True)``
 while re-encoding the problem list only when it changed."""
 

@@ -1,5 +1,5 @@
 """staticpodd.refused.kubelet_refuses: the cheap first look the daemon takes when a writer closes
-a live file (issue 10), against KUBELET.md "How a file is decoded". Agreement with a real
+a live file, against docs/kubelet-contract.md "How a file is decoded". Agreement with a real
 kubelet on the corpus and the hard cases is proven in tests/e2e/test_e2e_corpus_verdicts.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14: the daemon's periodic full rescan of an unchanged directory parses no YAML and runs
+"""Cost that follows the change: the daemon's periodic full rescan of an unchanged directory parses no YAML and runs
 no validation (the directory's findings are cached by a fingerprint of names, stats and the
 recorded sha256 digests); any change (new bytes, a chmod, a new file) is still validated.
 
@@ -115,7 +115,7 @@ def test_a_periodic_rescan_of_a_quiet_node_reads_nothing_and_a_change_is_still_s
 def test_an_edit_to_one_of_thirty_files_validates_that_file_not_the_directory(tmp_path) -> None:
     """The pass after an edit judges the whole directory again (duplicates, host ports, node fit
     across files), but takes every unchanged file's own findings from the last pass: its cost
-    follows the change, not the node (issue 14)."""
+    follows the change, not the node."""
     root = make_root(tmp_path, config="rescan_interval: 1\n")
     mdir = root / "etc/kubernetes/manifests"
     for i in range(30):

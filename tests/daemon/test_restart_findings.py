@@ -1,4 +1,4 @@
-"""Issue 14: the directory's findings are kept in the version store under a key of everything
+"""Cost that follows the change: the directory's findings are kept in the version store under a key of everything
 they depend on, so a restart on an unchanged directory parses and validates nothing (READY on
 restart at 1,000 manifests) -- while anything that changed while the daemon was down (bytes, a
 mode, a new file, the configuration) is still looked at, judged and acted on before READY.

@@ -40,7 +40,7 @@ def test_a_write_right_after_ready_is_restored_before_the_daemon_gives_memory_ba
 
 
 def test_the_first_restore_after_ready_imports_nothing_before_its_rename(tmp_path, run_daemon, monkeypatch):
-    """A restart on an unchanged directory parses and validates nothing (issue 14), so what the
+    """A restart on an unchanged directory parses and validates nothing, so what the
     restore on a writer's close needs was imported by the first write's restore, between its
     close and its rename. Under ``on_invalid: restore`` it is imported before READY=1."""
     root = make_root(tmp_path, "on_invalid: restore\n")

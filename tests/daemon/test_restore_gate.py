@@ -1,7 +1,7 @@
-"""``on_invalid: restore`` acts only on bytes the kubelet itself refuses (issue 10 "Two levels").
+"""``on_invalid: restore`` acts only on bytes the kubelet itself refuses (two levels: what the kubelet refuses vs our strictness).
 
 A multi-document file whose first document is the Pod, and a file with a duplicate key, are
-refused by staticpodd (its own strictness) but run by the kubelet (KUBELET.md "How a file is
+refused by staticpodd (its own strictness) but run by the kubelet (docs/kubelet-contract.md "How a file is
 decoded"). Restoring over them would restart a healthy pod for nothing, with a false message:
 this is what the daemon did before. A tab in the indentation the kubelet refuses: restored.
 

@@ -202,7 +202,7 @@ def test_removals_and_broken_parks_use_their_own_events():
     assert [r.event for r in plan.reports] == [Event.EXTERNAL_REMOVAL, Event.EXTERNAL_REMOVAL, Event.PARK_BROKEN]
     assert plan.reports[2].priority == ERR
     adopted = plan_changes([change("adopted", valid=True)], Config.default()).reports
-    assert [(r.event, r.priority) for r in adopted] == [(Event.EXTERNAL_CHANGE, NOTICE)]  # issue 12.5
+    assert [(r.event, r.priority) for r in adopted] == [(Event.EXTERNAL_CHANGE, NOTICE)]  # an edit by hand is adopted, not reverted
 
 
 def test_directory_findings_are_reported_once_and_strays_quarantined_by_policy():

@@ -142,7 +142,7 @@ def test_a_valid_manifest_over_our_size_limit_says_the_kubelet_still_runs_it(tmp
     """1.2 MB put in place with cp+mv: over staticpodd's max_manifest_bytes (1 MiB) but under the
     kubelet's 10 MiB (pkg/kubelet/config/file.go maxConfigLength). The kubelet runs it, so even
     under restore it is left alone (on_invalid=restore acts only on what the kubelet refuses:
-    issue 10 "Two levels"), and the message says that this is staticpodd's own limit."""
+    two levels), and the message says that this is staticpodd's own limit."""
     root = make_root(tmp_path, "on_invalid: restore\ndebounce: 0.2\n")
     mdir = root / MANIFESTS
     live = mdir / "kube-scheduler.yaml"

@@ -14,12 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "daemon"))
-
-from e2e_lib import Node  # noqa: E402
-from kubelet_lab import Lab, LabError, down, up  # noqa: E402
+from e2e_lib import Node
+from kubelet_lab import Lab, LabError, down, up
 
 _labs: dict[str, tuple[Lab, Path]] = {}
 

@@ -1,4 +1,4 @@
-"""Helpers of the real-kubelet tier (issue 10): a node root watched by a real kubelet.
+"""Helpers of the real-kubelet tier: a node root watched by a real kubelet.
 
 A :class:`Node` is a staticpodd ``--root`` whose ``etc/kubernetes/manifests`` is the lab
 kubelet's ``staticPodPath``. Its ``var/lib/kubelet/config.yaml`` carries the kubelet's
@@ -25,7 +25,6 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(HERE))
 
 from kubelet_lab import APP_IMAGE, Lab, rewrite_image_text  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The real-kubelet lab: containerd + a standalone kubelet watching one directory (issue 10).
+"""The real-kubelet lab: containerd + a standalone kubelet watching one directory.
 
 Test fixture only (nothing here ships). ``tests/e2e/kubelet-lab`` is the command-line wrapper::
 

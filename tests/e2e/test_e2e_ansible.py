@@ -1,5 +1,5 @@
-"""The Ansible collection's rolling drill against a real kubelet 1.34 + containerd (issues 10
-and 13): ``ansible-playbook staticpodd.node.rolling_drill`` from the built tarball parks the
+"""The Ansible collection's rolling drill against a real kubelet 1.34 + containerd (the real-kubelet
+tier and the collection): ``ansible-playbook staticpodd.node.rolling_drill`` from the built tarball parks the
 scheduler with ``wait`` (the real runtime shows it stopped before the task returns), holds, and
 unparks with ``wait`` (it runs again and its probes pass before the task returns). The
 stand-in-runtime version of this drill, on three nodes, is tests/cm/test_collection_drill.py."""
@@ -7,24 +7,19 @@ stand-in-runtime version of this drill, on three nodes, is tests/cm/test_collect
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
-from pathlib import Path
 
 import yaml
-from e2e_lib import Node, scheduler_bytes
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cm"))
-
-from collection_harness import (  # noqa: E402
+from collection_harness import (
     Fleet,
     ansible_bin,
     ansible_env,
     build_collection,
     install_collection,
 )
-from collection_harness import Node as CmNode  # noqa: E402
+from collection_harness import Node as CmNode
+from e2e_lib import Node, scheduler_bytes
 
 DRILL = "staticpodd.node.rolling_drill"
 PARK = "Park the component (the daemon unparks it at the deadline if this run dies)"

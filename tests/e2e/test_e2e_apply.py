@@ -1,7 +1,7 @@
-"""Proof 2 of issue 10 against a real kubelet 1.34 + containerd: apply --wait sees the new
+"""The real-kubelet tier (2) against a real kubelet 1.34 + containerd: apply --wait sees the new
 config.hash and a container started after the swap; --rollback-on-failure brings the previous
 version back and confirms that its pod runs; and a file the kubelet refuses is never confirmed
-(the "false confirmation" of issue 10: a JSON manifest with a trailing comma)."""
+(the "false confirmation": a JSON manifest with a trailing comma)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Proof 3 of issue 10 against a real kubelet 1.34 + containerd: the kubelet never sees a partial
+"""The real-kubelet tier (3) against a real kubelet 1.34 + containerd: the kubelet never sees a partial
 or foreign file from us. 50 alternating applies, then every crash point of apply, rollback,
 park and unpark killed with SIGKILL (``STATICPODD_TEST_CRASHPOINT``, as tests/core/
 test_core_crash.py) and ``recover``: the kubelet's log shows no parse error for our file, and the

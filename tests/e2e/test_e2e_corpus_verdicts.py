@@ -1,4 +1,4 @@
-"""Proof 7 of issue 10: the real kubelet's verdict on every manifest and case of ../shared/corpus,
+"""The real-kubelet tier (7): the real kubelet's verdict on every manifest and case of ../shared/corpus,
 compared with ``staticpodctl validate`` on the same bytes.
 
 Each corpus file (and each case directory's files) goes alone into the kubelet's directory with
@@ -133,7 +133,7 @@ def _validate(node: Node, mdir: Path) -> dict[str, dict[str, Any]]:
 
 
 def _synthetic() -> dict[str, dict[str, bytes]]:
-    """The verdict model's hard cases from issue 10, built from kubeadm's scheduler manifest."""
+    """The verdict model's hard cases, built from kubeadm's scheduler manifest."""
     doc = yaml.safe_load(scheduler_bytes())
     js = json.dumps(doc, indent=2)
     big = scheduler_bytes() + (b"# padding " + b"x" * 100 + b"\n") * (2 * 1024 * 1024 // 111)

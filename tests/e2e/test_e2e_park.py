@@ -1,4 +1,4 @@
-"""Proofs 1 and 6 of issue 10 against a real kubelet 1.34 + containerd: park --wait returns only
+"""The real-kubelet tier (1 and 6) against a real kubelet 1.34 + containerd: park --wait returns only
 when the runtime shows the scheduler stopped, unpark --wait only when it runs and its probes
 pass, and a park survives a kubelet restart."""
 

@@ -1,4 +1,4 @@
-"""Proof 4 of issue 10 against a real kubelet 1.34 + containerd: with the daemon running and
+"""The real-kubelet tier (4) against a real kubelet 1.34 + containerd: with the daemon running and
 ``on_invalid: restore``, invalid bytes written over a running manifest are replaced by the good
 ones before the kubelet's relist, and the running container is never restarted (same sandbox,
 same container, same attempt count), 10 times in a row, at the kubelet's default 20 s relist
@@ -11,7 +11,7 @@ before the debounce ended", whatever the machine's speed.
 What the product can promise, and so what is asserted: the good bytes are back within
 :data:`PROMISE` of the writer's close. The bad bytes are on disk from the writer's
 ``open(O_TRUNC)`` until then, and a relist that reads them in that window drops the pod
-(KUBELET.md "What a broken file does to a running pod"): no daemon can act before the writer
+(docs/kubelet-contract.md "What a broken file does to a running pod"): no daemon can act before the writer
 has closed the file. That window is 10-30 ms (tests/bench/bench_e2e.py prints it and the chance
 it costs a pod: about 0.3 % a write at a 5 s relist), so writes at random moments made this test
 fail about 1 run in 30 at 5 s, and 2 runs in 9 when run alone: a fresh lab's relists are in

@@ -1,4 +1,4 @@
-"""Proof 5 of issue 10 against a real kubelet 1.34 + containerd: strays.
+"""The real-kubelet tier (5) against a real kubelet 1.34 + containerd: strays.
 
 ``cp kube-scheduler.yaml kube-scheduler.yaml.bak``: the kubelet reads the ``.bak`` within
 milliseconds, and because it sorts last it restarts the pod under the ``.bak``-derived UID: no

@@ -7,7 +7,4 @@ put into a manifest is in some version afterwards.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))

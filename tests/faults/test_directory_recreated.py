@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_journal, wait_until  # noqa: E402
-from faultlib import assert_no_traceback, recorded, recorded_digests, run_ctl, sha  # noqa: E402
+from daemon_harness import Daemon, NotifySocket, make_root, wait_journal, wait_until
+from faultlib import assert_no_traceback, recorded, recorded_digests, run_ctl, sha
 
 MDIR = "etc/kubernetes/manifests"
 

@@ -1,6 +1,6 @@
 """A full disk, at every fill level from 0 to 200 KB free: every verb, the CLI and the daemon.
 
-issue 11 items 3 and 4: a full disk gave tracebacks (raw ``sqlite3.OperationalError: database or
+A fault seen before: a full disk gave tracebacks (raw ``sqlite3.OperationalError: database or
 disk is full``), and when the rename had happened but the COMMIT after it failed the CLI exited 1
 without saying that the kubelet already had the new file. Now every failure is a ``store-error``
 or ``fs-error`` that says whether the change reached the kubelet (``details.reached_kubelet``)
@@ -18,17 +18,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import KUBEADM, Daemon, NotifySocket, corpus_dir, wait_until  # noqa: E402
-from faultlib import Tmpfs, assert_no_traceback, recorded, recorded_digests, run_ctl, sha  # noqa: E402
+from daemon_harness import KUBEADM, Daemon, NotifySocket, corpus_dir, wait_until
+from faultlib import Tmpfs, assert_no_traceback, recorded, recorded_digests, run_ctl, sha
 
 #: free bytes to leave, 0 to 200 KB (tmpfs counts in 4 KiB pages)
 LEVELS = [0, 4096, 8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 163840, 204800]
@@ -215,7 +211,7 @@ def test_a_commit_that_fails_after_the_rename_says_the_kubelet_has_it_and_recove
         seen_after_rename = 0
         for level in range(0, 200 * 1024, 4096):
             new = tmp_path / "web.yaml"
-            # random padding: the store compresses blobs (issue 14), and this one must stay ~60 KB
+            # random padding: the store compresses blobs, and this one must stay ~60 KB
             data = (small_pod("web") + "".join(f"# padding line {i:05d} {os.urandom(20).hex()}\n" for i in range(1000))
                     + f"# level {level}\n").encode()
             new.write_bytes(data)

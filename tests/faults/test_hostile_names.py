@@ -1,6 +1,6 @@
 """File names that would forge output: newlines and control characters, and names like ``--help``.
 
-issue 11 item 7: a newline in a manifest's file name was printed raw by ``status`` and
+A fault seen before: a newline in a manifest's file name was printed raw by ``status`` and
 ``validate DIR`` (a forged ``staticpodd: … all good`` line) and landed raw in the journal
 MESSAGE; a component named ``--help`` got the hint ``staticpodctl unpark --help``. Now every
 name with a control character is shown escaped (``\\n``, ``\\t``, ``\\xNN``) in human text and in

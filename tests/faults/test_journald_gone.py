@@ -18,10 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import make_root  # noqa: E402
+from daemon_harness import make_root
 
 DRIVER = Path(__file__).resolve().parent / "journald_gone_driver.py"
 

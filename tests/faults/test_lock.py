@@ -1,11 +1,11 @@
 """The lock under faults: a full /run, and a hostile local user.
 
-issue 11 item 3: ``FileLock.acquire`` took the flock, then the pid ``pwrite`` raised ENOSPC and
+A fault seen before: ``FileLock.acquire`` took the flock, then the pid ``pwrite`` raised ENOSPC and
 the descriptor was never closed: the process (the daemon) held the flock for good, and every
 staticpodctl exited 5 after space came back. Now writing the holder's pid is best effort and the
 descriptor is closed on every error path.
 
-issue 11 item 6: ``/run/staticpodd/lock`` was 0644 and flock(2) works on a read-only descriptor,
+A fault seen before: ``/run/staticpodd/lock`` was 0644 and flock(2) works on a read-only descriptor,
 so any local user could block every staticpodctl and the daemon's start. Now the lock file and
 the daemon's pid file are 0600 (an older 0644 one is tightened), so an unprivileged user cannot
 open them. Tested as the real user ``nobody`` with util-linux's ``runuser`` and ``flock``.
@@ -19,21 +19,17 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from daemon_harness import Daemon, NotifySocket, make_root, wait_until
+from faultlib import Tmpfs, assert_no_traceback, recorded, run_ctl, sha
+from spd_testlib import small_pod
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_until  # noqa: E402
-from faultlib import Tmpfs, assert_no_traceback, recorded, run_ctl, sha  # noqa: E402
-from spd_testlib import small_pod  # noqa: E402
-
-from staticpodd.lock import FileLock  # noqa: E402
+from staticpodd.lock import FileLock
 
 
 @pytest.fixture

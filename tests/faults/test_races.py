@@ -1,6 +1,6 @@
 """Races: a hand edit made while a changing verb runs is never overwritten unrecorded.
 
-issue 11 item 1: ``apply`` judged the live file (recorded drift, validated, ran the pre-hooks: up
+A fault seen before: ``apply`` judged the live file (recorded drift, validated, ran the pre-hooks: up
 to ``hooks.timeout``) and then renamed over it without looking again, so a hand edit made in that
 time was replaced and was in no version. Now, under the lock and right before the rename, the
 live file is compared with the digest that was judged; a difference is recorded as a version
@@ -82,7 +82,7 @@ def test_a_hand_edit_during_a_slow_pre_apply_hook_is_recorded_and_apply_refuses(
 
 
 def test_sixty_tight_races_between_apply_and_a_hand_append_lose_nothing(tmp_path: Path) -> None:
-    """60 applies, each raced by one append 0–500 ms after it starts (issue 11: 11 of 60 lost).
+    """60 applies, each raced by one append 0–500 ms after it starts (before the fix: 11 of 60 lost).
     Every byte string that was ever the live file's content is in some version afterwards."""
     root = _root(tmp_path)
     live = root / "etc/kubernetes/manifests/web.yaml"

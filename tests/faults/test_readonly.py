@@ -1,6 +1,6 @@
 """Read-only filesystems and permission errors (EROFS, EACCES).
 
-issue 11 item 5: with a read-only version store even ``status`` and ``history`` failed. Now the
+A fault seen before: with a read-only version store even ``status`` and ``history`` failed. Now the
 store is opened read-only (``mode=ro``, else ``immutable=1``) when it cannot be written: the read
 verbs (status, history, show, diff, validate) work, the write verbs give a clean ``store-error``
 saying it is read-only, and nothing changes. A read-only manifest directory gives a clean

@@ -1,6 +1,6 @@
 """``on_invalid: restore`` never reverts a valid write that came after the invalid one.
 
-issue 11 item 2: a valid write 0.2–0.35 s after an invalid one was recorded and then reverted
+A fault seen before: a valid write 0.2–0.35 s after an invalid one was recorded and then reverted
 5 ms later to the last good version (7 times in 120): the daemon's restore acted on bytes it had
 judged earlier. Now the daemon passes the digest it judged invalid, and the engine restores only
 while the live file still holds exactly those bytes (compared again right before the rename).
@@ -12,14 +12,11 @@ in-place rewrites (open O_TRUNC, write, close), as an editor or ``cat >`` makes 
 from __future__ import annotations
 
 import random
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_until  # noqa: E402
-from faultlib import recorded, sha  # noqa: E402
+from daemon_harness import Daemon, NotifySocket, make_root, wait_until
+from faultlib import recorded, sha
 
 PAIRS = 120
 

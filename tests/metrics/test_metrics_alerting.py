@@ -1,4 +1,4 @@
-"""Metrics that alerting can use (issue 12.7), from a real daemon on a sandbox --root.
+"""Metrics that alerting can use, from a real daemon on a sandbox --root.
 
 Real parts: staticpodd as a subprocess (tests/daemon/daemon_harness.py), the version store,
 Debian's ``promtool`` (package ``prometheus``): ``promtool check metrics`` lints the textfile and
@@ -16,11 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon as DaemonProc  # noqa: E402
-from daemon_harness import NotifySocket, make_root, wait_until  # noqa: E402
+from daemon_harness import Daemon as DaemonProc
+from daemon_harness import NotifySocket, make_root, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 PROM_DIR = "var/lib/prometheus/node-exporter"

@@ -10,17 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nodelib import HOST_PATH, REPO, BootedNode, build_root
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from nodelib import HOST_PATH, REPO, BootedNode, build_root  # noqa: E402
-
-from staticpodd import __version__  # noqa: E402
+from staticpodd import __version__
 
 
 def _need_host_tools() -> None:

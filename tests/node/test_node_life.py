@@ -1,4 +1,4 @@
-"""A node's whole life under systemd, in the order a real node goes through it (issue 12).
+"""A node's whole life under systemd, in the order a real node goes through it.
 
 One booted Debian 12 node (tests/node/nodelib.py: systemd 252 as PID 1 in systemd-nspawn) per
 test. The long test walks: install before kubeadm -> kubeadm preflight -> kubeadm writes its

@@ -1,4 +1,4 @@
-"""The service's edges on a booted node (issue 12.2, 12.5, 12.6, 12.7), one fresh node each.
+"""The service's edges on a booted node , one fresh node each.
 
 Real systemd 252, the installed .deb with its unit's whole sandbox, journald, dpkg.
 """

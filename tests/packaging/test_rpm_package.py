@@ -79,14 +79,14 @@ def test_rpm_builds_and_its_payload_runs(tmp_path: Path) -> None:
     assert "preset staticpodd.service" in scripts
     assert "disable --now staticpodd.service" in scripts
     assert "try-restart staticpodd.service" in scripts
-    # an erase while a component is parked is refused, as the .deb's prerm does (issue 12.4)
+    # an erase while a component is parked is refused, as the .deb's prerm does
     assert "/usr/libexec/staticpodd/before-remove || exit 1" in scripts
     requires = run("rpm", "-qp", "--requires", rpm).stdout
     for dep in ("pyyaml", "jsonschema", "watchdog", "python3-systemd"):
         assert dep in requires, dep
 
     assert "/usr/lib/systemd/system-preset/50-staticpodd.preset" in files
-    if shutil.which("rpmlint"):  # issue 12.8: no errors (each filter in rpmlint-filters has its reason)
+    if shutil.which("rpmlint"):  # no errors (each filter in rpmlint-filters has its reason)
         r = run("rpmlint", "-r", str(REPO / "packaging/rpm/rpmlint-filters"), rpm, check=False)
         assert " 0 errors" in r.stdout, r.stdout
         assert "description-line-too-long" not in r.stdout and "summary-" not in r.stdout, r.stdout

@@ -1,6 +1,6 @@
 """Stand-ins and servers for the proof tests: a stand-in ``crictl`` and real probe servers on 127.0.0.1.
 
-A real kubelet and containerd do run here since issue 10 (tests/e2e proves park/unpark/apply
+A real kubelet and containerd do run in tests/e2e (tests/e2e proves park/unpark/apply
 --wait against them); this stand-in stays for what a real runtime cannot show on demand: a
 crictl that hangs or fails, odd or older JSON shapes, a crash-looping container on cue, clocks
 and timeouts of a second. ``crictl`` is a small Python script written into

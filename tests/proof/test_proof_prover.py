@@ -437,7 +437,7 @@ def test_a_container_that_keeps_crashing_is_never_taken_for_running(fake_runtime
     assert "exited (attempt" in out.message
 
 
-# --- issue 10: "still running" right after a swap proves nothing until the kubelet relisted --------
+# --- "still running" right after a swap proves nothing until the kubelet relisted --------
 
 
 def test_a_pod_that_never_stopped_is_confirmed_only_after_the_kubelets_relist(

@@ -1,5 +1,5 @@
 """Every error the daemon meets is a journal entry with a MESSAGE_ID and priority <= warning, and
-the first file adopted on an empty store gets its entry too (issue 12.5).
+the first file adopted on an empty store gets its entry too.
 
 Real staticpodd subprocesses on sandbox roots (tests/daemon/daemon_harness.py), real journald
 read back with journalctl (entries filtered by STATICPODD_ROOT).
@@ -10,17 +10,13 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from daemon_harness import Daemon, NotifySocket, make_root, wait_journal, wait_until
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_journal, wait_until  # noqa: E402
-
-from staticpodd.journal import Event  # noqa: E402
+from staticpodd.journal import Event
 
 M = "etc/kubernetes/manifests"
 

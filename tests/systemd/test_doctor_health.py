@@ -1,4 +1,4 @@
-"""`staticpodctl doctor` as automation reads it (issue 12.5, 11.5): its exit status and its count.
+"""`staticpodctl doctor` as automation reads it : its exit status and its count.
 
 Real parts: a staticpodd subprocess on a sandbox --root (tests/daemon/daemon_harness.py) and its
 heartbeat, the CLI as a process, read-only bind mounts (needs root; `mount -o remount,bind,ro`).
@@ -18,10 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, make_root, wait_until  # noqa: E402
+from daemon_harness import Daemon, NotifySocket, make_root, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 M = "etc/kubernetes/manifests"

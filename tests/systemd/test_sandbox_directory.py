@@ -1,4 +1,4 @@
-"""The daemon and a manifest directory its sandbox shows read-only (issue 12.1, 12.3), on the host.
+"""The daemon and a manifest directory its sandbox shows read-only , on the host.
 
 Under the unit, ``ProtectSystem=strict`` makes everything read-only except the ``ReadWritePaths=``
 bind mounts systemd made at start: a directory created (or recreated) later is seen read-only.
@@ -13,17 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from daemon_harness import Daemon, NotifySocket, journal, make_root, wait_until
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-
-from daemon_harness import Daemon, NotifySocket, journal, make_root, wait_until  # noqa: E402
-
-from staticpodd.sandbox import EXIT_SANDBOX  # noqa: E402
+from staticpodd.sandbox import EXIT_SANDBOX
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
 

@@ -120,7 +120,7 @@ def test_state_and_runtime_directories_are_the_layouts(unit) -> None:
 
 def test_sandbox_writes_the_manifest_directory_and_nothing_else(unit) -> None:
     """ProtectSystem=strict plus exactly the manifest directory as one bind mount: nothing inside
-    it is mounted separately (a rename across a bind mount fails with EXDEV: KUBELET.md
+    it is mounted separately (a rename across a bind mount fails with EXDEV: docs/kubelet-contract.md
     consequence 3), no parent of it is granted, and there is no network."""
     svc = unit["Service"]
     assert svc["ProtectSystem"] == ["strict"]
@@ -137,7 +137,7 @@ def test_sandbox_writes_the_manifest_directory_and_nothing_else(unit) -> None:
             p = Path(w.lstrip("-+").split(":")[0])
             assert p == manifest_dir or manifest_dir not in p.parents, f"{key}={w} splits the manifest mount"
     # Optional ("-"): a node baked before `kubeadm init` has no directory yet, and a missing
-    # ReadWritePaths= target fails the start with 226/NAMESPACE (issue 12.1). Nothing creates it
+    # ReadWritePaths= target fails the start with 226/NAMESPACE. Nothing creates it
     # either: kubeadm's preflight wants it absent or empty.
     assert f"-{manifest_dir}" in words(svc["ReadWritePaths"])
     assert not any(str(manifest_dir) in c for c in svc.get("ExecStartPre", []))

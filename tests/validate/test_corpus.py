@@ -12,7 +12,7 @@ from tests.validate.conftest import NODE, codes
 
 # Warnings that are genuine for these files (README: 17, 18, 21 carry unknown fields).
 # priority-class-unresolved: priorityClassName without priority; the kubelet never resolves the
-# class, so the pod's node-local priority is 0 (issue 11 item 10; kubeadm writes both).
+# class, so the pod's node-local priority is 0 (kubeadm writes both).
 EXPECTED_WARNINGS = {
     "10-kubespray-nginx-proxy.yaml": ["priority-class-unresolved"],
     "11-kubespray-haproxy.yaml": ["priority-class-unresolved"],

@@ -175,7 +175,7 @@ TRICKY = [
     b"? [a, b]\n: value\n",
     b"a: &r [*r]\n",
     b'{"a": "\\ud800\\udc00"}',
-    # issue 11 item 9: the non-specific tag and numbers out of float64's range
+    # the non-specific tag and numbers out of float64's range
     b"a: ! 5\nb: ! yes\nc: ! ~\nd: !  1.5\n",
     b"! 5\n",
     b"a: !! 5\n",
@@ -186,7 +186,7 @@ TRICKY = [
     b"a: !!float 1e400\n",
     b"a: !!int 1e400\n",
     b"a: !!str 1e400\n",
-    # issue 10: a first non-space byte '{' is strict JSON (apimachinery util/yaml hasJSONPrefix)
+    # a first non-space byte '{' is strict JSON (apimachinery util/yaml hasJSONPrefix)
     b'{"a": 1,}',
     b'{"a": [1, 2,]}',
     b'{"a": 1} # comment\n',
@@ -233,7 +233,7 @@ TRICKY = [
     b'{"a"',
     b'{"a":',
     b'{"a": "b',
-    # issue 11 item 8: byte order marks
+    # byte order marks
     "a: 1\nb: [x, y]\n".encode("utf-16-le"),
     b"\xff\xfe" + "a: 1\nb: [x, y]\n".encode("utf-16-le"),
     b"\xfe\xff" + "a: 1\nb: [x, y]\n".encode("utf-16-be"),
@@ -304,7 +304,7 @@ _SCALARS = st.sampled_from(
         "|\n    block yes\n",
         "# comment",
         "'multi\n    line'",
-        # issue 11 item 9: tags and numbers out of range
+        # tags and numbers out of range
         "! 5",
         "! yes",
         "! ~",
@@ -405,7 +405,7 @@ def _json_text(draw: st.DrawFn) -> bytes:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_json_text(), min_size=20, max_size=20))
 def test_generated_json_agrees_with_the_kubelets_decoder(y2j, datas):
-    """Issue 10: a file whose first non-space byte is '{' is strict JSON to the kubelet."""
+    """a file whose first non-space byte is '{' is strict JSON to the kubelet."""
     results = y2j(datas)
     problems = [f"{d!r}: {why}" for d, r in zip(datas, results, strict=True) if (why := agree(d, r))]
     assert not problems, "\n".join(problems)

@@ -232,7 +232,7 @@ def test_too_large_says_whose_limit_it_is(tmp_path):
 
 
 def test_one_pod_in_two_files_is_a_duplicate_not_a_host_port_conflict(mdir):
-    """The kubelet runs one of the two files (KUBELET.md "Duplicate names across files"), so
+    """The kubelet runs one of the two files (docs/kubelet-contract.md "Duplicate names across files"), so
     their shared host port can never conflict; a different pod on that port still does."""
     spec = {"hostNetwork": True, "containers": [container(ports=[{"containerPort": 8080}])]}
     write(mdir, "web.yaml", pod(spec, name="web"))

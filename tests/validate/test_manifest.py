@@ -123,7 +123,7 @@ def test_tab_inside_a_value_is_fine():
 
 def test_duplicate_keys_are_our_strictness_naming_both_lines_and_the_last_value_wins():
     d = decode(b"metadata:\n  name: a\n  name: b\n")
-    assert d.doc == {"metadata": {"name": "b"}}  # what the kubelet runs (KUBELET.md)
+    assert d.doc == {"metadata": {"name": "b"}}  # what the kubelet runs (docs/kubelet-contract.md)
     (p,) = d.notes
     assert p.code == "yaml-duplicate-key" and p.line == 3 and "line 2" in p.message
     assert p.field == "metadata.name" and p.kubelet == "accepts"

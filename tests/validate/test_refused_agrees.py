@@ -1,4 +1,4 @@
-"""The two answers to "does the kubelet refuse to decode these bytes" agree (issue 15).
+"""The two answers to "does the kubelet refuse to decode these bytes" agree.
 
 :func:`staticpodd.refused.kubelet_refuses` is the daemon's cheap first look on a writer's close
 (stdlib json / PyYAML's C loader); the validator's decoder (:func:`staticpodd.decoding.decode`

@@ -321,7 +321,7 @@ def test_pinned_uid_warns():
 
 def test_a_static_pod_larger_than_the_node_fails_admission_with_unexpected_admission_error():
     """A static pod is critical: the kubelet takes the preemption path, not OutOfcpu (seen on
-    v1.34.2: KUBELET.md "What the kubelet refuses"; pkg/kubelet/preemption/preemption.go)."""
+    v1.34.2: docs/kubelet-contract.md "What the kubelet refuses"; pkg/kubelet/preemption/preemption.go)."""
     data = pod({"containers": [container(resources={"requests": {"cpu": "32", "memory": "1Gi"}})]})
     found = run(data)
     assert codes(found) == ["out-of-cpu"]
@@ -334,7 +334,7 @@ def test_a_static_pod_larger_than_the_node_fails_admission_with_unexpected_admis
 
 def test_node_fit_is_against_allocatable_not_capacity():
     """A pod 50 MiB under the node's memory: refused, because the default evictionHard
-    memory.available (100Mi) is taken off capacity (KUBELET.md; pkg/kubelet/cm/helpers.go)."""
+    memory.available (100Mi) is taken off capacity (docs/kubelet-contract.md; pkg/kubelet/cm/helpers.go)."""
     data = pod({"containers": [container(resources={"requests": {"memory": f"{8 * 1024 - 50}Mi"}})]})
     (f,) = run(data)
     assert f.code == "out-of-memory" and f"q: {50 * 2**20}" in f.message, f.message

@@ -1,10 +1,10 @@
-"""Two levels (issue 10 "Two levels, not one"): what the kubelet refuses vs staticpodd's own strictness.
+"""Two levels (the two levels, not one): what the kubelet refuses vs staticpodd's own strictness.
 
 Every deliberate strictness (``staticpodd.validate.codes.STRICTNESS``) is pinned here: the file is
 an error for staticpodd (apply/validate refuse it, exit codes unchanged) while the finding says
 the kubelet runs it. The real-kubelet tier (tests/e2e) treats any other disagreement with a real
-kubelet as a failure. Also: the corrected verdicts of issue 10 ("The verdict model is wrong in
-places") and issue 11 items 8-10, each against KUBELET.md "How a file is decoded".
+kubelet as a failure. Also: the corrected verdicts ("The verdict model is wrong in
+places") and the decoding corner cases, each against docs/kubelet-contract.md "How a file is decoded".
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _strictness_inputs(tmp_path: Path) -> dict[str, tuple[str, list]]:
     out["yaml-duplicate-key"] = ("a key given twice", validate_bytes(dup, "dup.yaml", NODE))
     multi = YAML_POD + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
     out["multiple-documents"] = ("a second document after the Pod", validate_bytes(multi, "multi.yaml", NODE))
-    big = b"# " + b"x" * (2 * 1024 * 1024) + b"\n" + YAML_POD  # 2 MiB: runs (KUBELET.md)
+    big = b"# " + b"x" * (2 * 1024 * 1024) + b"\n" + YAML_POD  # 2 MiB: runs (docs/kubelet-contract.md)
     out["too-large"] = ("2 MiB", validate_bytes(big, "big.yaml", NODE))
     bad_utf8 = pod(meta={"annotations": {"note": "XX"}}).replace(b'"XX"', b'"X\xffX"')
     out["not-utf8"] = ("invalid UTF-8 inside a JSON string", validate_bytes(bad_utf8, "u.json", NODE))
@@ -118,7 +118,7 @@ def test_apply_refuses_both_levels_but_says_which_one(tmp_path):
     assert kubelets.value.message.endswith("the kubelet would refuse this file"), kubelets.value.message
 
 
-# ---------------------------------------------------------------- issue 10: the corrected verdicts
+# ---------------------------------------------------------------- the corrected verdicts
 
 @pytest.mark.parametrize(
     "mutation, what",
@@ -131,7 +131,7 @@ def test_apply_refuses_both_levels_but_says_which_one(tmp_path):
     ],
 )
 def test_a_file_starting_with_a_brace_is_strict_json_as_the_kubelet_reads_it(mutation, what):
-    """KUBELET.md "How a file is decoded": the first non-space byte '{' means strict JSON
+    """docs/kubelet-contract.md "How a file is decoded": the first non-space byte '{' means strict JSON
     (apimachinery util/yaml ToJSON, hasJSONPrefix); the same bytes after a '# comment' line are
     YAML and run."""
     data = mutation(pod())
@@ -187,7 +187,7 @@ def test_a_2_mib_file_runs_and_is_judged_whole():
     assert errors(validate_bytes(huge, "huge.yaml", NODE)) == [("too-large", "refuses")]
 
 
-# ---------------------------------------------------------------- issue 11 items 8-10
+# ---------------------------------------------------------------- decoding corner cases
 
 def test_utf16_with_a_bom_is_read_as_the_kubelet_reads_it():
     for codec, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")):
