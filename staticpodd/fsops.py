@@ -113,7 +113,7 @@ def open_for_reading(path: Path | str) -> BinaryIO:
     regular file). O_NOCTTY: a terminal never becomes ours. Raises OSError (ENXIO for a socket).
 
     The kubelet never opens such files: its file source (pkg/kubelet/config/file.go) stats each
-    entry and reads only regular files; any other entry is skipped with a log line (KUBELET.md
+    entry and reads only regular files; any other entry is skipped with a log line (docs/kubelet-contract.md
     "Which files are pods").
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)

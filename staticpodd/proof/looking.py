@@ -258,7 +258,7 @@ class PodLooks:
             f"{self.file_check_frequency:g} s)",
             hint=(
                 "see `journalctl -u kubelet` for 'Could not process manifest file'; `staticpodctl validate` "
-                "the file (KUBELET.md 'What a broken file does to a running pod')"
+                "the file (docs/kubelet-contract.md 'What a broken file does to a running pod')"
             ),
         )
 
@@ -292,7 +292,7 @@ class PodLooks:
             details={"files_defining_pod": duplicate_files(manifest_dir, manifest_doc)},
             shadowing_file=shadow,
             hint=(
-                f"move {shadow} out of {manifest_dir} (KUBELET.md 'Duplicate names across files': the "
+                f"move {shadow} out of {manifest_dir} (docs/kubelet-contract.md 'Duplicate names across files': the "
                 "lexically last file wins)"
             ),
         )

@@ -251,7 +251,7 @@ class Prover(PodLooks):
                 {"observation": last.to_dict(), **({"runtime_error": last_error} if last_error else {})},
                 hint=(
                     "a kubelet restarted while the apiserver was unreachable skips removals "
-                    "(KUBELET.md 'Identity and restarts'); check `journalctl -u kubelet`, restart the "
+                    "(docs/kubelet-contract.md 'Identity and restarts'); check `journalctl -u kubelet`, restart the "
                     "kubelet, or stop it by hand: crictl stopp " + " ".join(ids)
                 ),
             )
@@ -538,7 +538,7 @@ class Prover(PodLooks):
                     hint=(
                         "check `journalctl -u kubelet` (the kubelet may not have read the file); a change "
                         "made only of explicitly written API defaults does not change the pod "
-                        "(KUBELET.md 'Identity and restarts')"
+                        "(docs/kubelet-contract.md 'Identity and restarts')"
                     ),
                 )
             )
@@ -568,7 +568,7 @@ class Prover(PodLooks):
                 f"no new sandbox for {namespace}/{pod_name} appeared within {timeout:.0f} s",
                 hint=(
                     "the kubelet may have refused the pod (admission: OutOfcpu/OutOfmemory, host port "
-                    "in use: KUBELET.md 'What the kubelet refuses'), not read the file, or still be "
+                    "in use: docs/kubelet-contract.md 'What the kubelet refuses'), not read the file, or still be "
                     "pulling the image; see `journalctl -u kubelet`"
                 ),
             )

@@ -94,7 +94,7 @@ def config_values(eng: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-#: The kubelet's own kubeconfig on a kubeadm node (KUBELET.md; kubeadm writes it 0600 root).
+#: The kubelet's own kubeconfig on a kubeadm node (docs/kubelet-contract.md; kubeadm writes it 0600 root).
 KUBELET_KUBECONFIG = "etc/kubernetes/kubelet.conf"
 
 
@@ -137,7 +137,7 @@ def _decode(data: bytes | None) -> dict[str, Any] | None:
 def _other_files_run_it(eng: Any, comp: str, data: bytes) -> bool:
     """Whether another live file defines the pod of ``comp``'s live bytes ``data``: then the
     kubelet runs the pod from that file once ``comp`` is parked (of files defining one pod it
-    reads all and runs the lexically last, KUBELET.md "Duplicate names across files"), so parking
+    reads all and runs the lexically last, docs/kubelet-contract.md "Duplicate names across files"), so parking
     ``comp`` (a leftover ``kube-apiserver.yaml.bak``, typically) does not take the pod away."""
     try:
         fn = eng.resolve(comp, allow_recorded=False).file_name

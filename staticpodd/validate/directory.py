@@ -98,7 +98,7 @@ def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, 
     A FIFO, socket or device is never read (a FIFO would block until a writer came): it is
     stat'ed first, and opened without blocking and fstat'ed again in case it was swapped in
     meanwhile. The kubelet reads regular files only and skips any other entry
-    (pkg/kubelet/config/file.go; KUBELET.md "Which files are pods")."""
+    (pkg/kubelet/config/file.go; docs/kubelet-contract.md "Which files are pods")."""
     from staticpodd.fsops import open_for_reading
 
     not_regular = [Finding("not-regular-file", "error", display, None, None, None,
