@@ -8,7 +8,7 @@ import json
 import time
 
 import yaml
-from conftest import Node
+from cplane_node import Node
 
 BIG = {"cpu": "32"}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Node
+from cplane_node import Node
 
 POLICY = """\
 apiVersion: admissionregistration.k8s.io/v1

@@ -8,10 +8,15 @@ own ``kubectl get -o yaml``, add ``nodeName``, ``kubectl replace --force``.
 
 from __future__ import annotations
 
+import json
+import sys
 import time
+from pathlib import Path
 
 import yaml
-from conftest import Node
+from cplane_node import Node
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _reasons(node: Node, pod: str) -> list[tuple[str, str]]:
@@ -83,10 +88,10 @@ def test_a_deleted_mirror_pod_reads_gone_with_the_kubelets_own_credentials(cp: N
     # authorizer answers 403 (no relationship between the node and the pod), which is "gone"
     cp.wait(lambda: cp.pod(f"kube-scheduler-{cp.name}", "kube-system") is None, 30, "the mirror pod deleted")
     probe = cp.lab.run(
-        __import__("sys").executable, "-c",
+        sys.executable, "-c",
         "import json; from pathlib import Path; from staticpodd.proof.mirror import mirror_pod_hash; "
         f"print(json.dumps(mirror_pod_hash(Path('/etc/kubernetes/kubelet.conf'), 'kube-scheduler-{cp.name}', "
         "'kube-system')))",
-        env={"PYTHONPATH": str(__import__("conftest").REPO)}, check=True)
-    info = __import__("json").loads(probe.stdout)
+        env={"PYTHONPATH": str(REPO)}, check=True)
+    info = json.loads(probe.stdout)
     assert info == {"found": False, "config_hash": None, "mirror": False, "ready": None, "via": "node-authorizer"}, info

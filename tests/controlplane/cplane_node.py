@@ -1,0 +1,76 @@
+"""The control-plane node as the tests use it (tests/controlplane/conftest.py makes one per
+session): staticpodctl and kubectl run on it, inside its namespaces."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cplane_lab import NODE_NAME, ControlPlane, mirror_ready
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Node:
+    """The control-plane node as the tests use it: staticpodctl and kubectl run on it."""
+
+    def __init__(self, lab: ControlPlane) -> None:
+        self.lab = lab
+        self.name = NODE_NAME
+
+    def ctl(self, *args: str, check: bool = False, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        """``staticpodctl ARGS`` on the node (``--root /``: the node's own directory and store)."""
+        p = self.lab.run(sys.executable, "-m", "staticpodd.cli", *args, timeout=timeout,
+                         env={"PYTHONPATH": str(REPO)})
+        if check:
+            assert p.returncode == 0, f"staticpodctl {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+        return p
+
+    def ctl_json(self, *args: str) -> dict[str, Any]:
+        p = self.ctl(*args, "--json")
+        assert p.stdout.strip(), p.stderr
+        return json.loads(p.stdout)
+
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None,
+                kubeconfig: str = "/etc/kubernetes/admin.conf") -> subprocess.CompletedProcess[str]:
+        return self.lab.kubectl(*args, check=check, input=input, kubeconfig=kubeconfig)
+
+    def kubectl_json(self, *args: str) -> Any:
+        return self.lab.kubectl_json(*args)
+
+    def events(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        """Events whose involvedObject is the pod ``name``."""
+        items = self.kubectl_json("get", "events", "-n", namespace, "--field-selector", f"involvedObject.name={name}")
+        return list(items.get("items") or [])
+
+    def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        p = self.kubectl("get", "pod", "-n", namespace, name, "-o", "json", check=False)
+        return json.loads(p.stdout) if p.returncode == 0 else None
+
+    def wait(self, cond: Any, timeout: float, what: str) -> Any:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            v = cond()
+            if v:
+                return v
+            time.sleep(0.25)
+        pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+    def running(self, name: str, namespace: str = "default") -> bool:
+        pod = self.pod(name, namespace)
+        return bool(pod) and pod["status"].get("phase") == "Running"
+
+    def reset(self) -> None:
+        """The scheduler live and Ready, no test pods left in ``default``."""
+        status = self.ctl_json("status")
+        comps = {c["component"]: c for c in status.get("components", [])}
+        if (comps.get("kube-scheduler") or {}).get("state") == "parked":
+            self.ctl("unpark", "kube-scheduler", "--reason", "test reset", check=True)
+        self.kubectl("delete", "pods", "--all", "-n", "default", "--grace-period=0", "--force", "--wait=true",
+                     check=False)
+        self.wait(lambda: mirror_ready(self.lab, "kube-scheduler"), 90, "kube-scheduler Ready again")
