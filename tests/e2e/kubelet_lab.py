@@ -33,6 +33,12 @@ under images/healthz: 200 on /healthz over HTTP *and* HTTPS on the component's p
 kubeadm's manifests run with their probes unchanged; busybox httpd speaks no TLS and kubeadm's
 probes use scheme HTTPS). Both are docker-archive tarballs imported with
 ``ctr -n k8s.io images import``.
+
+The runtime is Debian's containerd 1.6 unless ``STATICPODD_E2E_CONTAINERD`` names a directory
+holding ``containerd``, ``containerd-shim-runc-v2`` and ``ctr`` (``tests/e2e/build-containerd``
+builds v2.4.x there): it goes first on PATH, so containerd, its shims and ctr all come from it
+(the lab's version-2 configuration is migrated by containerd 2). The control-plane lab, which
+imports this module, uses it too.
 """
 
 from __future__ import annotations
@@ -61,6 +67,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CACHE = Path(os.environ.get("STATICPODD_E2E_CACHE", "/var/cache/staticpodd-e2e"))
 LAST = Path("/tmp/kubelet-lab.last")
+
+#: a containerd build to run instead of Debian's (see the module docstring)
+CONTAINERD_DIR = os.environ.get("STATICPODD_E2E_CONTAINERD", "")
+if CONTAINERD_DIR:
+    for _prog in ("containerd", "containerd-shim-runc-v2", "ctr"):
+        if not os.access(os.path.join(CONTAINERD_DIR, _prog), os.X_OK):
+            raise RuntimeError(f"STATICPODD_E2E_CONTAINERD={CONTAINERD_DIR} has no {_prog}: run tests/e2e/build-containerd")
+    os.environ["PATH"] = f"{CONTAINERD_DIR}:{os.environ.get('PATH', '')}"
 
 PAUSE_IMAGE = "staticpodd.test/pause:e2e"
 APP_IMAGE = "staticpodd.test/app:e2e"
