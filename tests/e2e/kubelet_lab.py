@@ -877,17 +877,22 @@ def down(lab: Lab, *, keep: bool = False) -> list[str]:
                     os.kill(pid, signal.SIGKILL)
     _stop_pid(lab.pids.get("holder"), 10)
     time.sleep(0.1)
+    # a cgroup stays busy until its last task is reaped (a container killed just now): retry a while
+    end = time.monotonic() + 10
     for ctrl in _hierarchies():
         d = ctrl / lab.cgroup_root.lstrip("/")
-        if not d.exists():
-            continue
-        for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                sub.rmdir()
-        try:
-            d.rmdir()
-        except OSError as exc:
-            problems.append(f"cgroup {d}: {exc}")
+        while d.exists():
+            for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+                with contextlib.suppress(OSError):
+                    sub.rmdir()
+            try:
+                d.rmdir()
+            except OSError as exc:
+                if time.monotonic() < end:
+                    time.sleep(0.2)
+                    continue
+                problems.append(f"cgroup {d}: {exc}")
+                break
     if (lab.work / "created-run-containerd").exists():
         with contextlib.suppress(OSError):
             os.rmdir("/run/containerd")
