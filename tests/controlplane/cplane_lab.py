@@ -235,7 +235,13 @@ def kubeadm_config(cgroup_root: str) -> str:
     """kubeadm's v1beta4 configuration (CONTROLPLANE-LAB.md "Settings that were needed"): the
     veth address, images only from the node (IfNotPresent), SystemVerification ignored (an ERROR
     on cgroup v1 for kubelet >= 1.35 even with ``failCgroupV1: false``), no kube-proxy, no DNS,
-    and a kubelet on cgroupfs under a cgroupRoot of the lab's own."""
+    and a kubelet on cgroupfs under a cgroupRoot of the lab's own.
+
+    ``timeouts.kubernetesAPICall``: kubeadm v1.37's wait-control-plane phase first bootstraps the
+    admin ClusterRoleBinding (cmd/kubeadm/app/cmd/init.go ``Client``), polling the API server for
+    that timeout (default 1 min) *before* it waits for the control plane; on a loaded 2-core
+    machine the API server is not up within a minute of the kubelet's start and init fails with
+    "unable to create ClusterRoleBinding: client rate limiter Wait returned an error"."""
     return f"""apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint:
@@ -247,6 +253,9 @@ nodeRegistration:
   imagePullPolicy: IfNotPresent
   ignorePreflightErrors:
   - SystemVerification
+timeouts:
+  kubernetesAPICall: 4m0s
+  controlPlaneComponentHealthCheck: 6m0s
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
@@ -410,7 +419,7 @@ def _wait(cond: Any, timeout: float, what: str, work: Path | None = None) -> Non
     raise LabError(f"timed out after {timeout:.0f} s waiting for {what}{tail}")
 
 
-def up(work: Path | str | None = None, *, timeout: float = 240,
+def up(work: Path | str | None = None, *, timeout: float = 480,
        before_init: Callable[[ControlPlane], None] | None = None) -> ControlPlane:
     """Build what is missing, start the node's namespaces and containerd, run ``kubeadm init``,
     remove the control-plane taint and wait until the four static pods' mirror pods are Ready.

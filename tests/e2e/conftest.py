@@ -35,10 +35,13 @@ def _lab(frequency: str, factory: pytest.TempPathFactory) -> tuple[Lab, Path]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Tear every lab down; anything left on the host (a cgroup, a mount) fails the session."""
     for lab, _ in _labs.values():
         problems = down(lab, keep=bool(os.environ.get("STATICPODD_E2E_KEEP")))
         for p in problems:
             print(f"kubelet-lab: not cleaned: {p}", file=sys.stderr)
+        if problems and session.exitstatus == 0:
+            session.exitstatus = 1
     _labs.clear()
 
 

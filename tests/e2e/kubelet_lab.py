@@ -33,6 +33,12 @@ under images/healthz: 200 on /healthz over HTTP *and* HTTPS on the component's p
 kubeadm's manifests run with their probes unchanged; busybox httpd speaks no TLS and kubeadm's
 probes use scheme HTTPS). Both are docker-archive tarballs imported with
 ``ctr -n k8s.io images import``.
+
+The runtime is Debian's containerd 1.6 unless ``STATICPODD_E2E_CONTAINERD`` names a directory
+holding ``containerd``, ``containerd-shim-runc-v2`` and ``ctr`` (``tests/e2e/build-containerd``
+builds v2.4.x there): it goes first on PATH, so containerd, its shims and ctr all come from it
+(the lab's version-2 configuration is migrated by containerd 2). The control-plane lab, which
+imports this module, uses it too.
 """
 
 from __future__ import annotations
@@ -61,6 +67,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CACHE = Path(os.environ.get("STATICPODD_E2E_CACHE", "/var/cache/staticpodd-e2e"))
 LAST = Path("/tmp/kubelet-lab.last")
+
+#: a containerd build to run instead of Debian's (see the module docstring)
+CONTAINERD_DIR = os.environ.get("STATICPODD_E2E_CONTAINERD", "")
+if CONTAINERD_DIR:
+    for _prog in ("containerd", "containerd-shim-runc-v2", "ctr"):
+        if not os.access(os.path.join(CONTAINERD_DIR, _prog), os.X_OK):
+            raise RuntimeError(f"STATICPODD_E2E_CONTAINERD={CONTAINERD_DIR} has no {_prog}: run tests/e2e/build-containerd")
+    os.environ["PATH"] = f"{CONTAINERD_DIR}:{os.environ.get('PATH', '')}"
 
 PAUSE_IMAGE = "staticpodd.test/pause:e2e"
 APP_IMAGE = "staticpodd.test/app:e2e"
@@ -863,17 +877,22 @@ def down(lab: Lab, *, keep: bool = False) -> list[str]:
                     os.kill(pid, signal.SIGKILL)
     _stop_pid(lab.pids.get("holder"), 10)
     time.sleep(0.1)
+    # a cgroup stays busy until its last task is reaped (a container killed just now): retry a while
+    end = time.monotonic() + 10
     for ctrl in _hierarchies():
         d = ctrl / lab.cgroup_root.lstrip("/")
-        if not d.exists():
-            continue
-        for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                sub.rmdir()
-        try:
-            d.rmdir()
-        except OSError as exc:
-            problems.append(f"cgroup {d}: {exc}")
+        while d.exists():
+            for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+                with contextlib.suppress(OSError):
+                    sub.rmdir()
+            try:
+                d.rmdir()
+            except OSError as exc:
+                if time.monotonic() < end:
+                    time.sleep(0.2)
+                    continue
+                problems.append(f"cgroup {d}: {exc}")
+                break
     if (lab.work / "created-run-containerd").exists():
         with contextlib.suppress(OSError):
             os.rmdir("/run/containerd")

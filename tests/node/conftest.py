@@ -38,8 +38,10 @@ def node_root() -> Path:
 def kube_bin() -> Path:
     """The directory holding kubeadm and kubelet v1.34.2 (tests/e2e/build-binaries)."""
     _need_host_tools()
+    # pinned: KUBEADM_CONFIG and test_node_life's preflight expectations are kubeadm v1.34.2's
     r = subprocess.run(["bash", str(REPO / "tests/e2e/build-binaries")], capture_output=True, text=True,
-                       timeout=3600)
+                       timeout=3600, env={**os.environ, "KUBE_VERSION": "v1.34.2", "CRICTL_VERSION": "v1.34.0",
+                                          "KUBE_CMDS": "kubelet kubeadm", "ETCD_VERSION": ""})
     assert r.returncode == 0, f"tests/e2e/build-binaries failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     d = Path(r.stdout.strip().splitlines()[-1])
     assert (d / "kubeadm").is_file(), d

@@ -1,13 +1,17 @@
-"""Differential test: our reading vs the kubelet's own decode step.
+"""Differential test: our reading vs the kubelet's own decode step, on every supported minor.
 
-A small Go program (tests/validate/y2j/main.go) is built in the test set-up against the modules
-kubelet v1.34.2 pins (apimachinery v0.34.2, api v0.34.2, sigs.k8s.io/yaml v1.6.0; Go module
-proxy, cached with tests/e2e/build-binaries' modules). For each input it runs what
-pkg/kubelet/config/common.go tryDecodeSinglePod runs: util/yaml.ToJSON (strict JSON when the
-first non-space byte is '{', else YAMLToJSON) and the JSON serializer into a v1 Pod. We compare
-the verdict and the decoded document. Where they disagree we follow the kubelet; staticpodd's
-own strictness (a duplicate key, a second document: the kubelet accepts them) shows as a *note*
-on a document that must still equal the kubelet's (the last value wins, the first document).
+A small Go program (tests/validate/y2j/main.go) is built in the test set-up, once per kubelet
+version in KUBELET_VERSIONS (the oldest and newest supported minors), against the very modules
+that kubelet version pins: its k8s.io/kubernetes go.mod gives the staging modules' v0.x.y
+(k8s.io/api, k8s.io/apimachinery) and every other module's version (sigs.k8s.io/yaml,
+go.yaml.in/yaml/v2, ...); Go module proxy, cached with tests/e2e/build-binaries' modules. For each
+input it runs what pkg/kubelet/config/common.go tryDecodeSinglePod runs: util/yaml.ToJSON (strict
+JSON when the first non-space byte is '{', else YAMLToJSON) and the JSON serializer into a v1 Pod.
+We compare the verdict and the decoded document. Where they disagree we follow the kubelet;
+staticpodd's own strictness (a duplicate key, a second document: the kubelet accepts them) shows
+as a *note* on a document that must still equal the kubelet's (the last value wins, the first
+document). A difference between minors shows as a test that fails for one version only
+(tests/e2e/KUBELET-DIFFERENCES.md lists what was seen).
 """
 
 from __future__ import annotations
@@ -30,30 +34,70 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("STATICPODD_E2E_CACHE", "/var/cache/staticpodd-e2e"))
 
 
-@pytest.fixture(scope="module")
-def y2j(tmp_path_factory: pytest.TempPathFactory):
-    """Build the Go converter once, against the modules kubelet v1.34.2 pins (tests/validate/y2j/go.mod:
-    k8s.io/apimachinery v0.34.2, k8s.io/api v0.34.2, sigs.k8s.io/yaml v1.6.0) from the Go module proxy,
-    cached in $STATICPODD_E2E_CACHE. Skips with a reason (a failure in strict mode) when Go is missing."""
-    if shutil.which("go") is None:
-        pytest.skip("go is not installed (Go >= 1.24 is needed for the differential test's y2j helper)")
-    out = tmp_path_factory.mktemp("y2j")
-    CACHE.mkdir(parents=True, exist_ok=True)
+#: the kubelet versions whose decode step the differential runs: the oldest and newest supported
+#: minors (STATICPODD_Y2J_KUBE_VERSIONS, space-separated, to choose others)
+KUBELET_VERSIONS = os.environ.get("STATICPODD_Y2J_KUBE_VERSIONS", "v1.35.4 v1.37.2").split()
+
+
+def _go_env() -> dict[str, str]:
     env = dict(
         os.environ,
         GOMODCACHE=str(CACHE / "gomod"),
         GOCACHE=str(CACHE / "gobuild"),
-        GOFLAGS="-modcacherw -buildvcs=false -mod=readonly",
+        GOFLAGS="-modcacherw -buildvcs=false -mod=mod",
         CGO_ENABLED="0",
         GOTOOLCHAIN="local",
     )
     env.setdefault("GOPROXY", "https://proxy.golang.org,direct")
+    return env
+
+
+def y2j_module(kube: str, env: dict[str, str]) -> str:
+    """The go.mod of y2j for kubelet ``kube`` ("v1.37.2"): the module requires what that
+    k8s.io/kubernetes go.mod requires (its own versions of sigs.k8s.io/yaml, go.yaml.in/yaml/v2, ...)
+    and its staging modules at v0.x.y; ``go mod tidy`` keeps only what y2j imports, at those versions.
+    Raises AssertionError when the Go module proxy cannot serve it."""
+    proc = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{kube}"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"go mod download k8s.io/kubernetes@{kube} failed:\n{proc.stderr}"
+    kmod = Path(json.loads(proc.stdout)["GoMod"]).read_text()
+    go_line = next(line for line in kmod.splitlines() if line.startswith("go "))
+    staging = "v0." + kube.removeprefix("v1.")
+    requires: list[str] = []
+    block = False
+    for line in kmod.splitlines():
+        t = line.strip()
+        if t.startswith("require ("):
+            block = True
+        elif block and t == ")":
+            block = False
+        elif block and t and not t.startswith("//"):
+            name, version = t.split()[:2]
+            requires.append(f"\t{name} {staging if version == 'v0.0.0' else version}")
+    for name in ("k8s.io/api", "k8s.io/apimachinery"):
+        if not any(r.split()[0] == name for r in requires):
+            requires.append(f"\t{name} {staging}")
+    return f"module staticpodd.test/y2j\n\n{go_line}\n\nrequire (\n" + "\n".join(requires) + "\n)\n"
+
+
+@pytest.fixture(scope="module", params=KUBELET_VERSIONS, ids=lambda v: f"kubelet-{v}")
+def y2j(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Build the Go converter once per kubelet version, against the modules that version pins (see
+    :func:`y2j_module`), from the Go module proxy, cached in $STATICPODD_E2E_CACHE. Skips with a
+    reason (a failure in strict mode) when Go is missing."""
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed (Go >= 1.24 is needed for the differential test's y2j helper)")
+    out = tmp_path_factory.mktemp("y2j")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    env = _go_env()
+    src = out / "src"
+    src.mkdir()
+    shutil.copy(HERE / "y2j" / "main.go", src / "main.go")
+    (src / "go.mod").write_text(y2j_module(request.param, env))
     binary = out / "y2j"
-    proc = subprocess.run(
-        ["go", "build", "-o", str(binary), "."], cwd=HERE / "y2j", env=env, capture_output=True, text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, f"building tests/validate/y2j failed:\n{proc.stderr}"
+    for argv in (["go", "mod", "tidy"], ["go", "build", "-o", str(binary), "."]):
+        proc = subprocess.run(argv, cwd=src, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"{' '.join(argv)} of tests/validate/y2j for kubelet {request.param} failed:\n{proc.stderr}"
 
     def run(docs: list[bytes]) -> list[dict]:
         payload = json.dumps([base64.b64encode(d).decode() for d in docs])

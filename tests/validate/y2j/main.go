@@ -1,7 +1,8 @@
 // y2j: the kubelet's decode step for the differential test (tests/validate/test_differential_go.py).
 //
-// Built against the very modules kubelet v1.34.2 pins (go.mod: k8s.io/apimachinery v0.34.2,
-// k8s.io/api v0.34.2, sigs.k8s.io/yaml v1.6.0). For each input it runs what
+// Built once per supported kubelet version against the very modules that version pins (the test
+// writes go.mod from k8s.io/kubernetes' own go.mod: k8s.io/apimachinery and k8s.io/api at v0.x.y,
+// sigs.k8s.io/yaml and go.yaml.in/yaml/v2 at its versions). For each input it runs what
 // pkg/kubelet/config/common.go tryDecodeSinglePod runs: apimachinery util/yaml.ToJSON (a file whose
 // first non-space byte is '{' is passed on as is; anything else goes through sigs.k8s.io/yaml
 // YAMLToJSON), then the JSON serializer's Decode into a core/v1 Pod. A stand-in for the kubelet
