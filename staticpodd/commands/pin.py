@@ -175,7 +175,9 @@ def _trusted_kubeconfig(path: str) -> None:
         st = os.stat(path)
     except OSError:
         return
-    if not stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+    from ..trust import problem_of
+
+    if not stat.S_ISREG(st.st_mode) or problem_of(st) is not None:
         raise StaticpodError(f"{path}: another user could have written this kubeconfig; not used",
                              path=path, hint="chown root and chmod 600 it (kubeadm writes admin.conf so)")
 

@@ -95,7 +95,9 @@ def _trusted(path: str) -> bool:
         return False
     import stat
 
-    return stat.S_ISREG(st.st_mode) and st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
+    from ..trust import problem_of
+
+    return stat.S_ISREG(st.st_mode) and problem_of(st) is None
 
 
 def list_local_pins(state_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -137,7 +139,9 @@ def _trusted_dir(path: str) -> bool:
         return False
     import stat
 
-    return stat.S_ISDIR(st.st_mode) and st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
+    from ..trust import problem_of
+
+    return stat.S_ISDIR(st.st_mode) and problem_of(st) is None
 
 
 def forget_pin(state_dir: str | os.PathLike[str], namespace: str, name: str) -> bool:

@@ -112,7 +112,9 @@ def kubelet_kubeconfig(root: Any) -> str | None:
         return None
     import stat as _stat
 
-    if not _stat.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+    from ..trust import problem_of
+
+    if not _stat.S_ISREG(st.st_mode) or problem_of(st) is not None:
         return None
     return path
 
