@@ -93,7 +93,7 @@ class PodLooks:
     # --- helpers ------------------------------------------------------------------------------
     def _add_mirror(self, out: Outcome, pod_name: str, namespace: str) -> None:
         """Add ``details["mirror_pod"]`` when a kubeconfig is set (informational only)."""
-        if self.kubeconfig is None:
+        if self.kubeconfig is None or "mirror_pod" in out.details:  # already read by the Ready wait
             return
         from .mirror import mirror_pod_hash
 

@@ -293,6 +293,9 @@ class Prover(PodLooks):
         info: dict[str, Any] = {}
         while True:
             info = mirror_pod_hash(self.kubeconfig, pod_name, namespace)
+            if info.get("found") and chosen.config_hash:
+                info["matches_runtime"] = info.get("config_hash") == chosen.config_hash
+            out.details["mirror_pod"] = info  # the last answer: finish() does not ask again
             now = self.clock()
             if info.get("error"):
                 errors_since = errors_since if errors_since is not None else now
