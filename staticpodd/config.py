@@ -156,6 +156,24 @@ class RetentionConfig(FrozenRecord):
         return self.keep_versions is not None or self.keep_for is not None
 
 
+class ClusterConfig(FrozenRecord):
+    """``cluster:`` -- publishing parks, pins and their Events to this node's Node object (see
+    :mod:`staticpodd.cluster`); ``kubeconfig`` a node path under --root (None: the kubelet's
+    ``kubelet.conf``), ``timeout`` in seconds per API call."""
+
+    publish: Final[bool]
+    kubeconfig: Final[str | None]
+    queue_limit: Final[int]
+    timeout: Final[float]
+
+    def __init__(self, publish: bool = False, kubeconfig: str | None = None, queue_limit: int = 1000,
+                 timeout: float = 2) -> None:
+        self.publish = publish
+        self.kubeconfig = kubeconfig
+        self.queue_limit = queue_limit
+        self.timeout = timeout
+
+
 class Config(FrozenRecord):
     """The whole configuration, with the documented defaults (see the JSON Schema).
 
@@ -177,6 +195,7 @@ class Config(FrozenRecord):
     metrics: Final[MetricsConfig]
     wait: Final[WaitConfig]
     retention: Final[RetentionConfig]
+    cluster: Final[ClusterConfig]
     source: Final[str | None]
     digest: Final[str | None]
 
@@ -187,8 +206,8 @@ class Config(FrozenRecord):
                  debounce: float = 0.3, on_invalid: str = "alert", on_stray: str = "alert",
                  node_name: str | None = None, node_capacity: NodeCapacity | None = None,
                  hooks: HooksConfig | None = None, metrics: MetricsConfig | None = None,
-                 wait: WaitConfig | None = None, retention: RetentionConfig | None = None, source: str | None = None,
-                 digest: str | None = None) -> None:
+                 wait: WaitConfig | None = None, retention: RetentionConfig | None = None,
+                 cluster: ClusterConfig | None = None, source: str | None = None, digest: str | None = None) -> None:
         self.manifest_dir = manifest_dir
         self.kubernetes_version = kubernetes_version
         self.max_manifest_bytes = max_manifest_bytes
@@ -203,6 +222,7 @@ class Config(FrozenRecord):
         self.metrics = MetricsConfig() if metrics is None else metrics
         self.wait = WaitConfig() if wait is None else wait
         self.retention = RetentionConfig() if retention is None else retention
+        self.cluster = ClusterConfig() if cluster is None else cluster
         self.source = source
         self.digest = digest
 
@@ -215,7 +235,8 @@ class Config(FrozenRecord):
     def from_dict(cls, data: dict[str, Any], *, source: str | None = None, digest: str | None = None) -> Config:
         """Build from an already schema-checked mapping; missing keys take their defaults."""
         kw: dict[str, Any] = {}
-        nested = {"hooks": HooksConfig, "metrics": MetricsConfig, "wait": WaitConfig, "retention": RetentionConfig}
+        nested = {"hooks": HooksConfig, "metrics": MetricsConfig, "wait": WaitConfig, "retention": RetentionConfig,
+                  "cluster": ClusterConfig}
         for name in cls._fields:
             if name in ("source", "digest") or name not in data:
                 continue

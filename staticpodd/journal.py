@@ -82,6 +82,9 @@ class Event(Enum):
     # pods placed by hand on a node (staticpodctl pin)
     PINNED = "2022d290f708425ab630eca4949ff3d8"
     PIN_FAILED = "2bd86c3b39ef411faf469e5398267e7b"
+    # the cluster view (cluster.publish)
+    CLUSTER_PUBLISH_FAILED = "b08895545a00436a86084629149b3c22"
+    CLUSTER_PUBLISHED = "ad1f25e600ab4afb98813ffb0943bff6"
 
     @property
     def message_id(self) -> str:
@@ -161,12 +164,16 @@ def _send(sender: Callable[..., Any], message: str, fields: dict[str, str]) -> N
 class Journal:
     """Logs events for one process (``identifier``: ``staticpodctl`` or ``staticpodd``).
 
-    ``root`` is recorded as ``STATICPODD_ROOT`` on every entry.
+    ``root`` is recorded as ``STATICPODD_ROOT`` on every entry. ``observers`` are called after
+    each entry is sent, as ``observer(event, message, priority, fields)`` (``fields`` as given,
+    lower-case keys): the cluster view queues its Events that way (:mod:`staticpodd.cluster.hook`).
+    An observer that raises is ignored.
     """
 
     def __init__(self, identifier: str, root: str) -> None:
         self.identifier = identifier
         self.root = root
+        self.observers: list[Callable[..., Any]] = []
 
     def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
         """Send one entry. ``fields`` keys are upper-cased; None values are dropped.
@@ -184,18 +191,25 @@ class Journal:
             if value is None:
                 continue
             out[key.upper()] = printable_name(str(value))  # a non-UTF-8 file name: \xNN, not an error
-        message = one_line(message)  # one line: a newline in a file name must not forge an entry's text
+        text = one_line(message)  # one line: a newline in a file name must not forge an entry's text
         sender = _resolve_sender()
+        sent = False
         if sender is not None:
             try:
-                _send(sender, message, out)
-                return
+                _send(sender, text, out)
+                sent = True
             except (OSError, ValueError):  # ValueError: covers UnicodeError and a NUL in a field
                 pass
-        extras = " ".join(
-            f"{k}={one_line(v)}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
-        )
-        try:
-            print(f"{self.identifier}: {message} [{extras}]", file=sys.stderr)
-        except OSError:
-            pass
+        if not sent:
+            extras = " ".join(
+                f"{k}={one_line(v)}" for k, v in out.items() if k not in ("MESSAGE_ID", "PRIORITY", "SYSLOG_IDENTIFIER")
+            )
+            try:
+                print(f"{self.identifier}: {text} [{extras}]", file=sys.stderr)
+            except OSError:
+                pass
+        for observer in self.observers:
+            try:
+                observer(event, message, priority, fields)
+            except Exception:  # noqa: BLE001 - an observer must never break logging
+                pass

@@ -232,5 +232,20 @@ def build_engine(args: argparse.Namespace, *, verbs: str = "all") -> Any:
     lock_timeout = getattr(args, "lock_timeout", None)
     if lock_timeout is None and (getattr(args, "config", None) or layout.config_path.exists()):
         lock_timeout = getattr(loader(), "lock_timeout", None)
-    return cls(layout, actor=Actor.current(), journal=Journal(PROG, str(layout.root)),
-                  config_loader=loader, lock_timeout=lock_timeout)
+    journal = Journal(PROG, str(layout.root))
+    if verbs == "all":  # the verbs that park, unpark, restore or quarantine: the cluster is told
+        # no configuration file: nothing to publish (and no configuration loaded for it)
+        configured = bool(getattr(args, "config", None)) or layout.config_path.exists()
+        attach_cluster_hook(args, journal, lambda: layout, lambda: loader() if configured else None)
+    return cls(layout, actor=Actor.current(), journal=journal, config_loader=loader, lock_timeout=lock_timeout)
+
+
+def attach_cluster_hook(args: argparse.Namespace, journal: Any, layout: Any, config: Any) -> None:
+    """Observe ``journal`` for the cluster view (:class:`staticpodd.cluster.hook.ClusterHook`;
+    ``layout``/``config`` are callables). The hook is kept as ``args.cluster_hook``, where
+    :meth:`Out.finish` asks it what to say ("published" or "queued")."""
+    from ..cluster.hook import ClusterHook
+
+    hook = ClusterHook(layout, config)
+    journal.observers.append(hook)
+    args.cluster_hook = hook

@@ -34,6 +34,7 @@ class Out:
     """Where a handler writes: human text, or one JSON object at the end."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
         self.json = bool(getattr(args, "json", False))
         self.command = getattr(args, "command", None)
         self.body: dict[str, Any] = {}
@@ -47,6 +48,18 @@ class Out:
             print(safe(text), file=sys.stderr)
 
     def finish(self, ok: bool = True, **body: Any) -> None:
+        """End the verb: what it told the cluster (``cluster``: published or queued, see
+        :mod:`staticpodd.cluster.hook`), then, with --json, the one JSON object."""
+        hook = getattr(self.args, "cluster_hook", None)
+        if hook is not None:
+            report = hook.report()
+            if report is not None:
+                if self.json:
+                    self.body["cluster"] = report
+                else:
+                    from ..cluster.hook import report_line
+
+                    print(safe(report_line(report)))
         if self.json:
             self.body.update(body)
             emit_json({"format_version": FORMAT_VERSION, "command": self.command, "ok": ok, **self.body})

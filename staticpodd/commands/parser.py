@@ -203,6 +203,12 @@ def build_parser(verb: str | None = None, *, only: bool = False) -> argparse.Arg
 
 @_verb("status", "show every component: live, parked (who, why, until when), drift, daemon health")
 def _status(p: argparse.ArgumentParser, wait: bool) -> None:
+    p.add_argument("--cluster", action="store_true",
+                   help="show every component parked and every pod pinned on any node of the cluster, from the "
+                   "Nodes' staticpodd.io annotations (read-only; needs the cluster extra)")
+    p.add_argument("--kubeconfig", metavar="PATH",
+                   help="with --cluster: credentials that may list Nodes (default: $KUBECONFIG, ~/.kube/config, "
+                   "then /etc/kubernetes/admin.conf under --root)")
     p.set_defaults(handler=LazyHandler("status", "cmd_status"))
 
 

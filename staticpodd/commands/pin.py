@@ -25,7 +25,7 @@ import time
 
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, Conflict, StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
-from .loading import build_layout
+from .loading import attach_cluster_hook, build_layout, checked_config
 from .output import PROG, Out
 
 TYPE_CHECKING = False
@@ -128,6 +128,7 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
     kept = keep_original(layout.state_dir, pod)
     out.body["original_kept"] = kept
     jr = _journal(layout)
+    attach_cluster_hook(args, jr, lambda: layout, lambda: checked_config(args, layout))
     uid = str(meta.get("uid") or "")
     try:
         cl.delete(name, ns, uid, meta.get("resourceVersion"))

@@ -8,7 +8,7 @@ import time
 from ..errors import EXIT_OK
 from ..termsafe import note_names, one_line, shell_word
 from .health import heartbeat
-from .loading import build_engine
+from .loading import build_engine, build_layout
 from .output import PROG, Out, ago
 
 TYPE_CHECKING = False
@@ -29,7 +29,10 @@ def _local_pins(layout: Any) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
-    """Print the directory, the daemon and one row per component; exit 0."""
+    """Print the directory, the daemon and one row per component; exit 0. With ``--cluster``:
+    the cluster view instead (:func:`cmd_status_cluster`)."""
+    if getattr(args, "cluster", False):
+        return cmd_status_cluster(args, out)
     eng = build_engine(args, verbs="read")
     st = eng.status()
     note_names(n for r in st["components"] for n in (r["component"], r["file_name"]))
@@ -109,4 +112,76 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             out.say(f"  {p['namespace']}/{p['name']} on node {p.get('node')} since {p.get('pinned_at')} by "
                     f"{p.get('actor')}{warned}")
     out.finish(True, **st, daemon=daemon, pinned=pins)
+    return EXIT_OK
+
+
+def cluster_kubeconfig(args: argparse.Namespace) -> str:
+    """The kubeconfig ``status --cluster`` reads with: ``--kubeconfig``, else the first of
+    ``$KUBECONFIG``, else ``~/.kube/config`` when it exists, else kubeadm's ``admin.conf`` under
+    --root. Raises Untrusted when another user could have written it, StaticpodError when it is
+    missing."""
+    import os
+    from pathlib import Path
+
+    from ..errors import StaticpodError
+    from ..layout import under_root
+    from ..trust import check_path
+
+    path = getattr(args, "kubeconfig", None)
+    if not path and os.environ.get("KUBECONFIG"):
+        path = os.environ["KUBECONFIG"].split(":")[0]
+    if not path and os.path.exists(os.path.expanduser("~/.kube/config")):
+        path = os.path.expanduser("~/.kube/config")
+    if not path:
+        path = str(under_root(build_layout(args).root, "/etc/kubernetes/admin.conf"))
+    try:
+        check_path(Path(path), "kubeconfig")
+    except FileNotFoundError:
+        raise StaticpodError(f"{path}: no such kubeconfig",
+                             hint="pass one that may list Nodes with --kubeconfig") from None
+    return path
+
+
+def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
+    """``status --cluster``: every parked component and pinned pod on every Node, from the
+    annotations each node's staticpodd keeps (:mod:`staticpodd.cluster.view`). Read-only; exit 0
+    (also when something is parked: ``--json``'s ``parked`` list is for scripts), 1 when the
+    API server cannot be asked."""
+    from ..cluster.client import Api, ClusterError
+    from ..cluster.view import node_view
+
+    kubeconfig = cluster_kubeconfig(args)
+    api = Api(kubeconfig, timeout=10.0)
+    nodes = [node_view(n) for n in api.nodes()]
+    parked = [{"node": v["node"], **p} for v in nodes for p in v["parked"]]
+    pinned = [{"annotated_on": v["node"], **p} for v in nodes for p in v["pinned"]]
+    for p in pinned:  # is the pinned pod still there (same uid)? only when we may look
+        if not p.get("namespace") or not p.get("name"):
+            continue
+        try:
+            pod = api.pod(str(p["name"]), str(p["namespace"]))
+        except ClusterError:
+            continue
+        p["present"] = pod is not None and (not p.get("uid") or (pod.get("metadata") or {}).get("uid") == p["uid"])
+    problems = [{"node": v["node"], "problem": msg} for v in nodes for msg in v["problems"]]
+    out.body.update(nodes=len(nodes), parked=parked, pinned=pinned, problems=problems, kubeconfig=kubeconfig)
+    out.say(f"cluster: {len(nodes)} node(s), read with {kubeconfig}")
+    if not parked:
+        out.say("parked: nothing, on any node")
+    else:
+        out.say(f"{'NODE':<24} {'COMPONENT':<26} {'BY':<12} {'SINCE':<21} {'UNTIL':<21} REASON")
+        for p in parked:
+            comp = f"{p.get('component')}{' (BROKEN)' if p.get('broken') else ''}"
+            out.say(f"{p['node']:<24} {comp:<26} {str(p.get('by') or '-'):<12} {str(p.get('since') or '-'):<21} "
+                    f"{str(p.get('until') or '-'):<21} {p.get('reason') or ''}")
+    if pinned:
+        out.say("pinned by hand (bare pods: nothing recreates them; kubectl drain refuses them without --force):")
+        out.say(f"{'NODE':<24} {'POD':<40} {'BY':<12} SINCE")
+        for p in pinned:
+            gone = "  (gone)" if p.get("present") is False else ""
+            out.say(f"{str(p.get('node') or p['annotated_on']):<24} {p.get('namespace')}/{p.get('name'):<30} "
+                    f"{str(p.get('by') or '-'):<12} {p.get('since') or '-'}{gone}")
+    for prob in problems:
+        out.warn(f"{PROG}: warning: node {prob['node']}: {prob['problem']}")
+    out.finish(True)
     return EXIT_OK

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..cluster.hook import ClusterHook
 from ..config import Config, load_config
 from ..journal import INFO, Event, Journal
 from ..layout import Layout, under_root
@@ -23,6 +24,7 @@ from ..watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
 from .heartbeat import HeartbeatEncoder
 from .options import validate_options
+from .publishing import ClusterPublishing
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
 RETRY_DELAY = 1.0
@@ -52,6 +54,10 @@ class DaemonBase:
         self.root = Path(os.path.abspath(args.root))
         self.notifier = notifier or Notifier()
         self.journal: Journal = BackgroundJournal("staticpodd", str(self.root))
+        # the cluster view (cluster.publish): what this daemon logs is queued for the Node, and one
+        # thread of its own publishes it (staticpodd.daemon.publishing)
+        self.journal.observers.append(ClusterHook(lambda: self.layout, lambda: self.config))
+        self.publishing = ClusterPublishing(self.log, self._say)
         self.config: Config = Config.default()
         self.layout: Layout = Layout.build(self.root, args.manifest_dir)
         self.config_generation = 0

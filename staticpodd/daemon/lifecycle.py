@@ -134,6 +134,7 @@ class Daemon(LoopMixin):
         self._install_signals()
         try:
             self.engine = self._build_engine()
+            self.publishing.configure(self.layout, self.config)
             self.watcher = Watcher(self.layout.manifest_dir, self.hints)
             self._heartbeat()
             self._check_watch(initial=True)
@@ -245,6 +246,7 @@ class Daemon(LoopMixin):
                 )
         if self.watcher is not None:
             self.watcher.stop()
+        self.publishing.stop()
         self.state = "stopped"
         self.ready = False
         try:

@@ -71,6 +71,7 @@ class ReloadMixin(StatusMixin, WatchMixin):
                 except Exception:
                     pass
             self.engine = self._build_engine()
+            self.publishing.configure(layout, cfg)
             if layout.manifest_dir != old_dir:
                 self._check_watch(initial=True)
             self.log(

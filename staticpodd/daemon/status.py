@@ -69,6 +69,7 @@ class StatusMixin(DaemonBase):
                 "loaded_at": self.config_loaded_at,
             },
             "reload": self.reload_state,
+            "cluster": self.publishing.state,
             "watch": {
                 "watching": bool(self.watcher and self.watcher.watching),
                 "generation": self.watcher.generation if self.watcher else 0,

@@ -12,48 +12,16 @@ import json
 import time
 from typing import Any
 
-from ..errors import StaticpodError
+from ..cluster.client import ClusterError, api_message, load_client
 
-
-class ClusterError(StaticpodError):
-    """The API server refused or could not be reached; ``status`` is the HTTP status (0: none)."""
-
-    code = "cluster"
-
-    def __init__(self, message: str, *, status: int = 0, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.status = status
-
-
-def _load_client() -> Any:
-    try:
-        import kubernetes  # noqa: F401
-    except ImportError:
-        raise StaticpodError("pin needs the official kubernetes Python client, which is not installed",
-                             hint="pip install 'staticpodd[cluster]' (or the kubernetes package)") from None
-    from kubernetes import client, config
-
-    return client, config
-
-
-def api_message(exc: Any) -> str:
-    """The API server's own ``message`` from an ApiException (else its reason/str)."""
-    body = getattr(exc, "body", None)
-    if body:
-        try:
-            doc = json.loads(body)
-            if isinstance(doc, dict) and doc.get("message"):
-                return str(doc["message"])
-        except ValueError:
-            pass
-    return f"{getattr(exc, 'status', '')} {getattr(exc, 'reason', '') or exc}".strip()
+__all__ = ["Cluster", "ClusterError", "api_message"]
 
 
 class Cluster:
     """A CoreV1 connection made from a kubeconfig file. Every method raises ClusterError."""
 
     def __init__(self, kubeconfig: str) -> None:
-        client, config = _load_client()
+        client, config = load_client()
         try:
             api = config.new_client_from_config(config_file=kubeconfig)
         except Exception as exc:  # the client raises ConfigException, OSError, yaml errors ...

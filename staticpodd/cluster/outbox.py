@@ -1,0 +1,164 @@
+"""The cluster view's persisted queue: ``<state_dir>/cluster-outbox.sqlite``.
+
+Every Event staticpodd means to create on its Node is first a row here (written by whichever
+process logged it: ``staticpodctl`` or the daemon), then deleted once the API server took it.
+Rows go out in ``seq`` order. The queue is bounded (``cluster.queue_limit``): over it the oldest
+rows are deleted and counted in ``meta.dropped``, which becomes one ``EventsDropped`` Event at
+the next flush (the journal keeps every entry). ``meta`` also holds what the annotations said
+when last published and the last error, for ``status`` and ``doctor``.
+
+The file is created 0600 in the state directory (0700, root's); one another user could have
+written is refused (:mod:`staticpodd.trust`), as the version store is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import time
+from pathlib import Path
+
+from ..trust import ensure_dir, problem_of, untrusted
+
+TYPE_CHECKING = False  # typing is for mypy: a changing verb that publishes imports this module
+if TYPE_CHECKING:
+    from typing import Any
+
+FILE_NAME = "cluster-outbox.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  created REAL NOT NULL,
+  entry TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def outbox_path(state_dir: Path) -> Path:
+    """``<state_dir>/cluster-outbox.sqlite``."""
+    return Path(state_dir) / FILE_NAME
+
+
+class Outbox:
+    """One connection to the queue. ``limit``: most rows kept. Raises Untrusted when the file or
+    the state directory could have been written by another user, OSError or sqlite3.Error when it
+    cannot be opened. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, state_dir: Path, *, limit: int = 1000, create: bool = True) -> None:
+        self.path = outbox_path(state_dir)
+        self.limit = max(1, int(limit))
+        if create:
+            ensure_dir(Path(state_dir), 0o700, "state directory")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                st = os.fstat(fd)
+                if st.st_size == 0 and stat.S_IMODE(st.st_mode) != 0o600:
+                    os.fchmod(fd, 0o600)  # whatever the umask
+                    st = os.fstat(fd)
+            finally:
+                os.close(fd)
+        else:
+            st = os.lstat(self.path)  # FileNotFoundError: nothing was ever queued
+        reason = problem_of(st) if stat.S_ISREG(st.st_mode) else "not a regular file"
+        if reason:
+            raise untrusted(self.path, "cluster outbox", reason)
+        self._db = sqlite3.connect(str(self.path), timeout=5.0, isolation_level=None)
+        self._db.executescript(_SCHEMA)
+
+    def __enter__(self) -> Outbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def put(self, entry: dict[str, Any]) -> int:
+        """Queue one entry (a JSON-able mapping); returns its ``seq``. When more than ``limit``
+        rows wait, the oldest are deleted and counted in ``meta.dropped``."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = db.execute("INSERT INTO outbox (created, entry) VALUES (?, ?)",
+                             (time.time(), json.dumps(entry, sort_keys=True)))
+            seq = int(cur.lastrowid or 0)
+            (count,) = db.execute("SELECT COUNT(*) FROM outbox").fetchone()
+            over = int(count) - self.limit
+            if over > 0:
+                db.execute("DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)", (over,))
+                dropped = int(self._meta(db, "dropped") or 0) + over
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped', ?)", (str(dropped),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return seq
+
+    def pending(self, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """The waiting entries, oldest first, as ``(seq, entry)``; a row that does not parse is
+        deleted (it could only come from a bug or a hand edit, and would block the queue)."""
+        rows = self._db.execute("SELECT seq, entry FROM outbox ORDER BY seq"
+                                + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+        out = []
+        for seq, text in rows:
+            try:
+                entry = json.loads(text)
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict):
+                out.append((int(seq), entry))
+            else:
+                self.done(int(seq))
+        return out
+
+    def waiting(self, seqs: list[int] | None = None) -> int:
+        """How many entries wait (of ``seqs`` only, when given)."""
+        if seqs is None:
+            return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        if not seqs:
+            return 0
+        marks = ",".join("?" * len(seqs))
+        return int(self._db.execute(f"SELECT COUNT(*) FROM outbox WHERE seq IN ({marks})", seqs).fetchone()[0])
+
+    def last_seq(self) -> int:
+        """The highest ``seq`` ever queued (0: none)."""
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'").fetchone()
+        return int(row[0]) if row else 0
+
+    def done(self, seq: int) -> None:
+        """Delete a published entry."""
+        self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+
+    def attempted(self, seq: int) -> None:
+        """Count one failed attempt at an entry."""
+        self._db.execute("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", (seq,))
+
+    @staticmethod
+    def _meta(db: sqlite3.Connection, key: str) -> str | None:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def get(self, key: str) -> str | None:
+        """One ``meta`` value (``dropped``, ``annotations``, ``error``, ``published_at``), or None."""
+        return self._meta(self._db, key)
+
+    def set(self, key: str, value: str | None) -> None:
+        """Set (or, with None, delete) one ``meta`` value."""
+        if value is None:
+            self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def take_dropped(self) -> int:
+        """The count of dropped entries, reset to 0."""
+        n = int(self.get("dropped") or 0)
+        if n:
+            self.set("dropped", None)
+        return n

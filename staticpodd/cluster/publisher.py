@@ -1,0 +1,157 @@
+"""One flush of the cluster view: the Node's annotations, then the queued Events in order.
+
+Run by the daemon (woken by a verb, or on its retry timer) and by ``staticpodctl`` itself when no
+daemon runs. One flush at a time per node: an exclusive ``flock`` on the outbox file (SQLite's
+own locks are fcntl locks, which flock does not meet); a flush that finds it held leaves the
+work to the holder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+
+from .outbox import Outbox
+from .view import desired_annotations, dropped_entry, event_object
+
+TYPE_CHECKING = False  # typing is for mypy only
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: HTTP statuses for which an Event is dropped rather than retried: the API server will never
+#: take it as it is (a malformed or too large object). Refusals of the credentials (401, 403) and
+#: every failure to answer keep it queued: fixing the RBAC publishes it.
+DROP_STATUSES = frozenset({400, 413, 422})
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def node_state(layout: Any) -> dict[str, str | None]:
+    """The annotations the Node should carry now, from the version store's park records, the
+    files in the manifest directory (a park whose file was written back is ``broken``) and the
+    pin records (:func:`staticpodd.pin.local.list_local_pins`). Raises StoreError/OSError."""
+    from ..pin.local import list_local_pins
+    from ..store import VersionStore
+
+    parks: list[dict[str, Any]] = []
+    broken: set[str] = set()
+    if layout.db_path.exists():
+        store = VersionStore(layout.db_path, readonly=True)
+        try:
+            for p in store.parks():
+                parks.append(p.to_dict())
+                if (layout.manifest_dir / p.file_name).exists() and (layout.parked_dir / p.file_name).exists():
+                    broken.add(p.component)
+        finally:
+            store.close()
+    return desired_annotations(parks, broken, list_local_pins(layout.state_dir))
+
+
+class Publisher:
+    """Publishes the queue in ``state_dir`` to Node ``node_name``.
+
+    ``connect()`` returns a :class:`~staticpodd.cluster.client.Api` (called once, at the first
+    flush that has work; raises ClusterError/StaticpodError); ``desired()`` returns what the
+    annotations should say now (:func:`node_state`)."""
+
+    def __init__(self, state_dir: Path, *, node_name: str, connect: Callable[[], Any],
+                 desired: Callable[[], dict[str, str | None]], limit: int = 1000) -> None:
+        self.state_dir = Path(state_dir)
+        self.node_name = node_name
+        self._connect = connect
+        self._desired = desired
+        self.limit = limit
+        self._api: Any = None
+
+    def api(self) -> Any:
+        """The connection, made at first use."""
+        if self._api is None:
+            self._api = self._connect()
+        return self._api
+
+    def flush(self, *, resync: bool = False) -> dict[str, Any]:
+        """Publish what differs and what waits. Returns ``{"published": n Events, "annotations":
+        True when patched, "waiting": n still queued, "error": str | None, "busy": True when
+        another process is flushing, "dropped": n Events the API server refused for good}``.
+        ``resync``: patch the annotations even when the last published ones match. Never raises
+        (an unusable outbox is the error)."""
+        result: dict[str, Any] = {"published": 0, "annotations": False, "waiting": 0, "error": None,
+                                  "busy": False, "dropped": 0}
+        try:
+            box = Outbox(self.state_dir, limit=self.limit)
+        except Exception as exc:  # noqa: BLE001 - Untrusted, OSError, sqlite3.Error
+            result["error"] = f"cannot open the cluster outbox: {exc}"
+            return result
+        with box:
+            lock = os.open(box.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            try:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    result["busy"] = True
+                    result["waiting"] = box.waiting()
+                    return result
+                through = box.last_seq()
+                self._flush(box, result, resync)
+                box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
+                result["waiting"] = box.waiting()
+                box.set("error", result["error"])
+                if result["error"] is None:
+                    box.set("published_at", _iso(time.time()))
+            finally:
+                os.close(lock)
+        return result
+
+    def _flush(self, box: Outbox, result: dict[str, Any], resync: bool) -> None:
+        from ..errors import StaticpodError
+        from .client import ClusterError
+
+        try:
+            want = self._desired()
+        except Exception as exc:  # noqa: BLE001 - a store that cannot be read: say so, try the Events
+            want = None
+            result["error"] = f"cannot read the parks and pins: {exc}"
+        want_text = json.dumps(want, sort_keys=True) if want is not None else None
+        dropped = box.take_dropped()
+        if dropped:
+            box.put(dropped_entry(dropped, at=_iso(time.time())))
+        pending = box.pending()
+        patch = want is not None and (resync or want_text != box.get("annotations"))
+        if not patch and not pending:
+            return
+        try:
+            api = self.api()
+        except StaticpodError as exc:
+            result["error"] = str(exc)
+            return
+        uid = box.get("node_uid")
+        if patch:
+            try:
+                node = api.patch_node_annotations(self.node_name, want or {})
+                uid = str((node.get("metadata") or {}).get("uid") or "") or uid
+                box.set("node_uid", uid)
+                box.set("annotations", want_text)
+                result["annotations"] = True
+            except ClusterError as exc:
+                result["error"] = str(exc)
+                if exc.status == 404:
+                    result["error"] += f" (is {self.node_name} this node's name? set node_name)"
+        for seq, entry in pending:
+            try:
+                api.create_event(event_object(entry, self.node_name, uid, seq=seq))
+            except ClusterError as exc:
+                if exc.status in DROP_STATUSES:
+                    box.done(seq)
+                    result["dropped"] += 1
+                    continue
+                box.attempted(seq)
+                result["error"] = result["error"] or str(exc)
+                return  # in order: nothing after an Event that did not go out
+            box.done(seq)
+            result["published"] += 1

@@ -1,0 +1,195 @@
+"""The daemon's publisher of the cluster view: one thread, woken by a datagram.
+
+When ``cluster.publish`` is set, :class:`ClusterPublishing` binds ``<run_dir>/cluster.sock`` (a
+datagram socket, 0600) and runs one thread that flushes the outbox
+(:class:`staticpodd.cluster.publisher.Publisher`) whenever a datagram arrives (a verb, or the
+daemon's own journal, queued something), retries with a growing delay while the API server does
+not answer, and re-asserts the annotations every :data:`RESYNC` seconds. The main loop never
+waits for it: watching, the watchdog and restores go on whatever the API server does.
+
+When the socket path is too long for ``AF_UNIX`` (a deep ``--root``), the thread looks at the
+outbox's size and time every :data:`POLL` seconds instead.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..journal import NOTICE, WARNING, Event
+
+#: Seconds between re-assertions of the annotations (someone may have edited them by hand).
+RESYNC = 300.0
+#: The first and the longest delay before publishing again after a failure, in seconds.
+RETRY_MIN = 1.0
+RETRY_MAX = 60.0
+#: Seconds between looks at the outbox when no socket could be bound.
+POLL = 0.5
+
+
+class ClusterPublishing:
+    """Start with :meth:`configure` (again on every reload), end with :meth:`stop`. ``log`` is
+    the daemon's journal entry function, ``say`` its stderr line. ``state`` is for the heartbeat:
+    ``{"enabled", "node", "waiting", "error", "published_at"}``."""
+
+    def __init__(self, log: Callable[..., None], say: Callable[[str], None]) -> None:
+        self._log = log
+        self._say = say
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._sock_path: str | None = None
+        self._stopping = False
+        self._wake = threading.Event()
+        self.state: dict[str, Any] = {"enabled": False}
+
+    def configure(self, layout: Any, config: Any) -> None:
+        """Stop what runs, then start publishing when ``config.cluster.publish`` is set. A
+        configuration it cannot publish with (no kubeconfig, one another user could have written)
+        is said once in the journal; the daemon runs on without the cluster view."""
+        self.stop()
+        if not config.cluster.publish:
+            self.state = {"enabled": False}
+            return
+        from ..cluster.hook import make_publisher, socket_path
+
+        try:
+            publisher = make_publisher(layout, config)
+        except Exception as exc:  # noqa: BLE001 - StaticpodError, Untrusted, OSError
+            self.state = {"enabled": True, "node": None, "waiting": None, "error": str(exc), "published_at": None}
+            self._log(Event.CLUSTER_PUBLISH_FAILED, f"cannot publish the cluster view: {exc}", priority=WARNING,
+                      error="cluster-config")
+            return
+        self.state = {"enabled": True, "node": publisher.node_name, "waiting": None, "error": None,
+                      "published_at": None}
+        self._sock = self._bind(str(socket_path(layout)))
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, args=(publisher,), name="staticpodd-cluster", daemon=True)
+        self._thread.start()
+
+    def _bind(self, path: str) -> socket.socket | None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        try:
+            try:
+                os.unlink(path)  # a socket left by a daemon that died: ours (run_dir is root's)
+            except FileNotFoundError:
+                pass
+            old = os.umask(0o177)
+            try:
+                sock.bind(path)
+            finally:
+                os.umask(old)
+            os.chmod(path, 0o600)
+        except OSError as exc:
+            sock.close()
+            self._say(f"cluster view: cannot bind {path} ({exc.strerror or exc}); "
+                      f"looking at the outbox every {POLL:g} s")
+            return None
+        self._sock_path = path
+        return sock
+
+    def poke(self) -> None:
+        """Publish soon (from any thread)."""
+        self._wake.set()
+        if self._sock_path:
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as s:
+                    s.setblocking(False)
+                    s.sendto(b"flush", self._sock_path)
+            except OSError:
+                pass
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """Stop the thread (waiting at most ``timeout`` s for a flush under way), remove the socket."""
+        thread = self._thread
+        if thread is not None:
+            self._stopping = True
+            self.poke()
+            thread.join(timeout)
+        self._thread = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._sock_path:
+            try:
+                os.unlink(self._sock_path)
+            except OSError:
+                pass
+            self._sock_path = None
+
+    def _outbox_mark(self, publisher: Any) -> tuple[int, int] | None:
+        from ..cluster.outbox import outbox_path
+
+        try:
+            st = os.stat(outbox_path(publisher.state_dir))
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _run(self, publisher: Any) -> None:
+        resync_at = 0.0
+        delay = 0.0
+        last_error: str | None = None
+        failing_since: float | None = None
+        mark = self._outbox_mark(publisher)
+        while not self._stopping:
+            now = time.monotonic()
+            try:
+                res = publisher.flush(resync=now >= resync_at)
+            except Exception as exc:  # noqa: BLE001 - a bug must not end the daemon's publishing for good
+                res = {"error": f"internal error: {type(exc).__name__}: {exc}", "waiting": None, "published": 0,
+                       "busy": False}
+            if res.get("busy"):
+                delay = RETRY_MIN  # another process flushes; look again soon
+            elif res["error"]:
+                delay = min(max(delay * 2, RETRY_MIN), RETRY_MAX)
+                if res["error"] != last_error:
+                    self._log(Event.CLUSTER_PUBLISH_FAILED,
+                              f"cannot publish the cluster view to Node {publisher.node_name}: {res['error']}; "
+                              f"{res['waiting']} Event(s) wait, next try in {delay:g} s",
+                              priority=WARNING, node=publisher.node_name, waiting=res["waiting"], error="cluster")
+                    last_error = res["error"]
+                    failing_since = failing_since or time.time()
+            else:
+                if now >= resync_at:
+                    resync_at = now + RESYNC
+                if last_error is not None:
+                    self._log(Event.CLUSTER_PUBLISHED,
+                              f"the cluster view is published to Node {publisher.node_name} again "
+                              f"({res['published']} queued Event(s) sent, in order)",
+                              priority=NOTICE, node=publisher.node_name, published=res["published"])
+                last_error, failing_since = None, None
+                delay = max(0.0, resync_at - time.monotonic())
+            self.state = {"enabled": True, "node": publisher.node_name, "waiting": res.get("waiting"),
+                          "error": res["error"], "published_at": time.time() if not res["error"] else
+                          self.state.get("published_at")}
+            mark = self._sleep(publisher, delay, mark)
+
+    def _sleep(self, publisher: Any, delay: float, mark: tuple[int, int] | None) -> tuple[int, int] | None:
+        """Wait ``delay`` seconds or until woken; returns the outbox's mark when polling."""
+        end = time.monotonic() + delay
+        while not self._stopping:
+            left = end - time.monotonic()
+            if left <= 0:
+                return mark
+            if self._sock is not None:
+                ready, _w, _x = select.select([self._sock], [], [], left)
+                if ready:
+                    try:
+                        while True:
+                            self._sock.recv(64, socket.MSG_DONTWAIT)
+                    except OSError:
+                        pass
+                    return mark
+                continue
+            if self._wake.wait(min(POLL, left)):
+                self._wake.clear()
+                return mark
+            now_mark = self._outbox_mark(publisher)
+            if now_mark != mark:
+                return now_mark
+        return mark
