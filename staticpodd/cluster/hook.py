@@ -176,11 +176,10 @@ class ClusterHook:
                             break
                         time.sleep(0.01)
                     left = box.waiting(self.seqs)
-                    out["error"] = None if not left else box.get("error")
-                    out["state"] = "published" if not left else "queued"
-                    if not self.seqs and self.state_changed:  # annotations only: trust the daemon's word
-                        out["state"] = "published" if box.get("error") is None else "queued"
-                        out["error"] = box.get("error")
+                    # published: this verb's Events went out and the flush that took them had no
+                    # error (the annotations it patched first are the rest of what the verb changed)
+                    out["error"] = box.get("error")
+                    out["state"] = "published" if not left and out["error"] is None else "queued"
                 try:
                     _kc, out["node"] = publish_settings(layout, cfg)
                 except Exception:  # noqa: BLE001 - only for the sentence

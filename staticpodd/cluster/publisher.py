@@ -118,12 +118,10 @@ class Publisher:
             want = None
             result["error"] = f"cannot read the parks and pins: {exc}"
         want_text = json.dumps(want, sort_keys=True) if want is not None else None
-        dropped = box.take_dropped()
-        if dropped:
-            box.put(dropped_entry(dropped, at=_iso(time.time())))
+        dropped = int(box.get("dropped") or 0)
         pending = box.pending()
         patch = want is not None and (resync or want_text != box.get("annotations"))
-        if not patch and not pending:
+        if not patch and not pending and not dropped:
             return
         try:
             api = self.api()
@@ -142,6 +140,14 @@ class Publisher:
                 result["error"] = str(exc)
                 if exc.status == 404:
                     result["error"] += f" (is {self.node_name} this node's name? set node_name)"
+        if dropped:  # older than everything still queued: said first
+            try:
+                api.create_event(event_object(dropped_entry(dropped, at=_iso(time.time())), self.node_name, uid,
+                                              seq=0))
+            except ClusterError as exc:
+                result["error"] = result["error"] or str(exc)
+                return
+            box.take_dropped()
         for seq, entry in pending:
             try:
                 api.create_event(event_object(entry, self.node_name, uid, seq=seq))

@@ -25,9 +25,11 @@ from ..journal import NOTICE, WARNING, Event
 
 #: Seconds between re-assertions of the annotations (someone may have edited them by hand).
 RESYNC = 300.0
-#: The first and the longest delay before publishing again after a failure, in seconds.
+#: The first and the longest delay before publishing again after a failure, in seconds: an API
+#: server that comes back (an unpark of kube-apiserver) is told within seconds; a refused
+#: connection costs next to nothing, one that times out costs ``cluster.timeout``.
 RETRY_MIN = 1.0
-RETRY_MAX = 60.0
+RETRY_MAX = 5.0
 #: Seconds between looks at the outbox when no socket could be bound.
 POLL = 0.5
 

@@ -1,0 +1,164 @@
+"""The cluster view on a sandbox node, against a stand-in API server (tests/fake_apiserver.py; the
+real one is met in tests/controlplane/test_cp_cluster_view.py). No daemon runs here, so each verb
+publishes what it queued itself; the daemon's publisher is tested in tests/daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_apiserver import FakeApiServer
+
+from staticpodd.cluster.outbox import Outbox, outbox_path
+from staticpodd.cluster.view import desired_annotations, entry_for, node_view
+
+SCHED = "kube-scheduler.yaml"
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    server = FakeApiServer(nodes=("node-1", "node-2")).start()
+    yield server
+    server.stop()
+
+
+def _publish(kubeadm, api: FakeApiServer, extra: str = "") -> None:
+    api.kubeconfig(kubeadm.root / "etc/kubernetes/kubelet.conf")
+    cfg = kubeadm.root / "etc/staticpodd/staticpodd.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text("cluster:\n  publish: true\n" + extra)
+
+
+def _queued(kubeadm) -> list[dict]:
+    with Outbox(kubeadm.root / "var/lib/staticpodd") as box:
+        return [e for _s, e in box.pending()]
+
+
+def test_a_park_is_on_the_node_as_annotations_and_an_event_and_the_verb_says_published(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    r = ctl("park", "kube-scheduler", "--reason", "drill", "--json")
+    assert r.rc == 0 and r.json()["cluster"] == {"state": "published", "node": "node-1", "events": 1, "error": None}
+    ann = api.annotations("node-1")
+    assert ann["staticpodd.io/parked"] == "kube-scheduler"
+    detail = json.loads(ann["staticpodd.io/parked-detail"])
+    assert detail[0]["component"] == "kube-scheduler" and detail[0]["reason"] == "drill" and not detail[0]["broken"]
+    ev = api.events[0]
+    assert ev["reason"] == "ComponentParked" and ev["type"] == "Warning" and "drill" in ev["message"]
+    assert ev["involvedObject"] == {"apiVersion": "v1", "kind": "Node", "name": "node-1",
+                                    "uid": api.nodes["node-1"]["metadata"]["uid"]}
+    assert ev["source"] == {"component": "staticpodd", "host": "node-1"}
+    text = ctl("unpark", "kube-scheduler")
+    assert text.rc == 0 and "cluster: published on Node node-1 (1 Event(s))" in text.out
+    assert "staticpodd.io/parked" not in api.annotations("node-1")
+    assert api.reasons() == ["ComponentParked", "ComponentUnparked"]
+    assert _queued(kubeadm) == []
+
+
+def test_with_publishing_off_nothing_is_queued_or_asked(kubeadm, ctl, api) -> None:
+    api.kubeconfig(kubeadm.root / "etc/kubernetes/kubelet.conf")
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and "cluster" not in r.json()
+    assert not outbox_path(kubeadm.root / "var/lib/staticpodd").exists() and api.calls == []
+
+
+def test_an_api_server_that_is_down_leaves_the_events_queued_in_order_until_it_answers(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    api.down = True
+    r = ctl("park", "kube-scheduler", "--reason", "one", "--json")
+    assert r.rc == 0 and r.json()["ok"]
+    assert r.json()["cluster"]["state"] == "queued" and "503" in r.json()["cluster"]["error"] or \
+        "down" in r.json()["cluster"]["error"]
+    assert SCHED not in kubeadm.visible()  # the park itself happened
+    text = ctl("unpark", "kube-scheduler", "--reason", "two")
+    assert text.rc == 0 and "cluster: queued" in text.out and "in order, when the API server answers" in text.out
+    assert [e["reason"] for e in _queued(kubeadm)] == ["ComponentParked", "ComponentUnparked"]
+    api.down = False
+    r = ctl("park", "kube-scheduler", "--reason", "three", "--json")
+    assert r.json()["cluster"]["state"] == "published"
+    assert api.reasons() == ["ComponentParked", "ComponentUnparked", "ComponentParked"]
+    assert "one" in api.events[0]["message"] and "two" in api.events[1]["message"] and "three" in api.events[2]["message"]
+    assert api.annotations()["staticpodd.io/parked"] == "kube-scheduler"
+
+
+def test_the_queue_is_bounded_and_one_event_says_how_many_were_dropped(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api, "  queue_limit: 10\n")
+    api.down = True
+    for _ in range(6):
+        assert ctl("park", "kube-scheduler").rc == 0
+        assert ctl("unpark", "kube-scheduler").rc == 0
+    assert len(_queued(kubeadm)) == 10
+    api.down = False
+    assert ctl("park", "kube-scheduler").rc == 0
+    # 13 Events, 10 kept: the 3 oldest are said to be dropped, first; the rest in order
+    assert api.reasons() == ["EventsDropped"] + ["ComponentUnparked", "ComponentParked"] * 5
+    assert api.events[0]["message"].startswith("3 staticpodd Event(s) were dropped"), api.events[0]["message"]
+    assert _queued(kubeadm) == []
+
+
+def test_a_refused_patch_is_a_sentence_and_the_verb_stands(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    api.forbid = {"patch-node"}
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["ok"] and "Traceback" not in r.err
+    assert r.json()["cluster"]["state"] == "queued"
+    assert "annotate node node-1: nodes \"node-1\" is forbidden" in r.json()["cluster"]["error"]
+    assert SCHED not in kubeadm.visible()
+
+
+def test_an_outbox_another_user_could_have_written_is_refused_and_the_verb_stands(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    assert ctl("park", "kube-scheduler").rc == 0
+    path = outbox_path(kubeadm.root / "var/lib/staticpodd")
+    os.chmod(path, 0o666)
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["cluster"]["state"] == "queued"
+    assert "world-writable" in r.json()["cluster"]["error"] and "cluster outbox" in r.json()["cluster"]["error"]
+    assert SCHED in kubeadm.visible()
+
+
+def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    os.chmod(kubeadm.root / "etc/kubernetes/kubelet.conf", 0o666)
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["cluster"]["state"] == "queued" and api.calls == []
+    assert "another user could have written it" in r.json()["cluster"]["error"]
+
+
+def test_status_cluster_lists_every_parked_component_and_reads_bad_annotations_as_problems(
+        kubeadm, ctl, api, tmp_path: Path) -> None:
+    _publish(kubeadm, api)
+    assert ctl("park", "kube-scheduler", "--reason", "drill").rc == 0
+    api.nodes["node-2"]["metadata"]["annotations"] = {"staticpodd.io/parked": "etcd",
+                                                       "staticpodd.io/parked-detail": "{not json"}
+    admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+    r = ctl("status", "--cluster", "--kubeconfig", str(admin), "--json")
+    assert r.rc == 0, r.err
+    body = r.json()
+    assert [(p["node"], p["component"]) for p in body["parked"]] == [("node-1", "kube-scheduler"), ("node-2", "etcd")]
+    assert body["problems"] == [{"node": "node-2",
+                                 "problem": "annotation staticpodd.io/parked-detail is not a JSON list of objects"}]
+    text = ctl("status", "--cluster", "--kubeconfig", str(admin))
+    assert "node-1" in text.out and "drill" in text.out and "warning: node node-2" in text.err
+
+
+def test_status_cluster_with_the_api_server_down_is_a_clear_error(kubeadm, ctl, api, tmp_path: Path) -> None:
+    admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+    api.down = True
+    r = ctl("status", "--cluster", "--kubeconfig", str(admin))
+    assert r.rc == 1 and "list nodes" in r.err and "Traceback" not in r.err
+
+
+def test_which_journal_events_become_which_node_events() -> None:
+    assert entry_for("UNPARKED", "kube-scheduler: park ended", {"action": "discard", "actor": "root"},
+                     at="2026-12-04T06:00:00Z")["reason"] == "ParkDiscarded"
+    assert entry_for("PARK_EXPIRED", "park expired", {}, at="x")["reason"] == "ParkExpired"
+    assert entry_for("EXTERNAL_CHANGE", "edited", {}, at="x") is None
+    want = desired_annotations([{"component": "etcd", "actor": "root", "since": "s", "until": None, "reason": None}],
+                               {"etcd"}, [])
+    assert want["staticpodd.io/parked"] == "etcd(broken)" and want["staticpodd.io/pinned"] is None
+    assert node_view({"metadata": {"name": "n", "annotations": {"staticpodd.io/parked": "etcd(broken)"}}})["parked"] == [
+        {"component": "etcd", "broken": True}]
+    assert node_view({"metadata": None})["node"] == "?"

@@ -1,0 +1,74 @@
+"""The daemon's publisher of the cluster view (staticpodd.daemon.publishing), a real staticpodd
+process against the stand-in API server (tests/fake_apiserver.py; the real one in
+tests/controlplane/test_cp_cluster_view.py): a verb's Events go out through the daemon at once;
+the daemon's own deadline unpark is an Event; what waited while the API server was down goes out,
+in order, within seconds of it answering; the heartbeat says how publishing goes."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from daemon_harness import make_root, staticpodctl, wait_journal, wait_until
+from fake_apiserver import FakeApiServer
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    server = FakeApiServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short root: ``<root>/run/staticpodd/cluster.sock`` must fit AF_UNIX's 108 bytes."""
+    with tempfile.TemporaryDirectory(prefix="spd-", dir="/tmp") as d:
+        yield Path(d)
+
+
+def _root(tmp: Path, api: FakeApiServer) -> Path:
+    root = make_root(tmp, config="cluster:\n  publish: true\n")
+    api.kubeconfig(root / "etc/kubernetes/kubelet.conf")
+    return root
+
+
+def test_a_verb_publishes_through_the_daemon_and_the_daemon_publishes_its_own_deadline_unpark(
+        short_tmp: Path, api: FakeApiServer, run_daemon) -> None:
+    root = _root(short_tmp, api)
+    d = run_daemon(root)
+    d.wait_ready()
+    assert (root / "run/staticpodd/cluster.sock").exists()
+    r = staticpodctl(root, "park", "kube-scheduler", "--for", "2s", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["cluster"]["state"] == "published", r.stdout + r.stderr
+    assert api.annotations()["staticpodd.io/parked"] == "kube-scheduler"
+    wait_until(lambda: api.reasons()[-2:] == ["ParkExpired", "ComponentUnparked"], 20, what="the deadline's Events")
+    wait_until(lambda: "staticpodd.io/parked" not in api.annotations(), 5, what="the annotation to go")
+    hb = d.heartbeat()["cluster"]
+    assert hb["enabled"] and hb["node"] == "node-1" and hb["error"] is None and hb["waiting"] == 0
+
+
+def test_events_queued_while_the_api_server_is_down_go_out_in_order_when_it_answers(
+        short_tmp: Path, api: FakeApiServer, run_daemon) -> None:
+    root = _root(short_tmp, api)
+    d = run_daemon(root)
+    d.wait_ready()
+    api.down = True
+    t0 = time.monotonic()
+    r = staticpodctl(root, "park", "kube-scheduler", "--reason", "first", "--json")
+    took = time.monotonic() - t0
+    assert json.loads(r.stdout)["cluster"]["state"] == "queued"
+    assert took < 2.0, f"the verb waited {took:.1f} s for an API server that answered 503 at once"
+    staticpodctl(root, "unpark", "kube-scheduler", "--reason", "second")
+    wait_journal(root, "CLUSTER_PUBLISH_FAILED")
+    assert api.events == []
+    api.down = False
+    wait_until(lambda: len(api.events) == 2, 10, what="the queued Events within seconds of the API server answering")
+    assert [(e["reason"], "first" in e["message"]) for e in api.events] == [("ComponentParked", True),
+                                                                           ("ComponentUnparked", False)]
+    wait_journal(root, "CLUSTER_PUBLISHED")
+    wait_until(lambda: (d.heartbeat().get("cluster") or {}).get("waiting") == 0, 30, what="the heartbeat")
