@@ -135,3 +135,36 @@ def test_a_drill_that_dies_mid_park_is_undone_by_the_daemon_at_the_park_deadline
         time.sleep(0.2)
     assert node.live().exists(), "staticpodd did not unpark at the deadline"
     assert node.history()[-1]["action"] == "unpark" and node.history()[-1]["actor"] == "staticpodd"
+
+
+CLUSTER = "Refuse to start when anything is parked anywhere in the cluster"
+
+
+def test_the_drill_refuses_to_start_when_the_cluster_view_shows_a_park_anywhere(fleet, corpus, probe_server, tmp_path):
+    """A node outside the group (node-9, another team's) has etcd parked: with drill_cluster_kubeconfig the
+    drill reads every Node's staticpodd.io annotations (status --cluster, against a stand-in API server
+    here; the real one in tests/controlplane/test_cp_cluster_view.py) and parks nothing."""
+    from fake_apiserver import FakeApiServer
+
+    log = _prepare(fleet, corpus, probe_server.port)
+    api = FakeApiServer(nodes=("cp-1", "node-9")).start()
+    try:
+        api.nodes["node-9"]["metadata"]["annotations"] = {
+            "staticpodd.io/parked": "etcd",
+            "staticpodd.io/parked-detail": '[{"component": "etcd", "by": "alice", "reason": "defrag", '
+                                           '"since": "2026-12-04T06:00:00Z", "until": null, "broken": false}]'}
+        kubeconfig = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+        run = fleet.playbook(DRILL, {"drill_hold": 0, "drill_cluster_kubeconfig": str(kubeconfig)})
+        assert run.rc != 0
+        refused = run.one(CLUSTER, "cp-1")
+        assert refused["status"] == "failed"
+        assert "parked in the cluster: etcd on node-9 (by alice: defrag)" in refused["result"]["msg"], refused
+        assert _events(log) == [] and all(n.live().exists() for n in fleet.nodes)
+
+        api.nodes["node-9"]["metadata"]["annotations"] = {}
+        run = fleet.playbook(DRILL, {"drill_hold": 0, "drill_wait": False, "drill_cluster_kubeconfig": str(kubeconfig)})
+        assert run.rc == 0, run.out
+        assert run.one(CLUSTER, "cp-1")["status"] == "ok"
+    finally:
+        api.stop()
+
