@@ -68,6 +68,11 @@ class Outbox:
         if reason:
             raise untrusted(self.path, "cluster outbox", reason)
         self._db = sqlite3.connect(str(self.path), timeout=5.0, isolation_level=None)
+        # WAL: one fsync per queued row instead of the rollback journal's two (a verb pays it);
+        # synchronous stays FULL, so a queued row survives a power cut too
+        if create and self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
 
     def __enter__(self) -> Outbox:

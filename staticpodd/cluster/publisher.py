@@ -98,6 +98,8 @@ class Publisher:
                     result["waiting"] = box.waiting()
                     return result
                 through = box.last_seq()
+                if box.get("node") != self.node_name:
+                    box.set("node", self.node_name)
                 self._flush(box, result, resync)
                 box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
                 result["waiting"] = box.waiting()

@@ -163,3 +163,38 @@ def test_a_refusal_of_the_kubelets_credentials_is_a_clear_sentence_and_the_verb_
     finally:
         _configure(cp, PUBLISH)
         cp.kubectl("delete", "node", "not-this-node", check=False)
+
+
+def test_the_shipped_rbac_lets_a_dedicated_identity_publish_and_read(cp: Node, publishing: None) -> None:
+    import yaml
+
+    rbac = (REPO / "packaging/kubernetes/staticpodd-rbac.yaml").read_text()
+    cp.kubectl("apply", "-f", "-", input=rbac)
+    token = cp.kubectl("create", "token", "staticpodd", "-n", "kube-system", "--duration", "1h").stdout.strip()
+    admin = yaml.safe_load(cp.lab.run("cat", "/etc/kubernetes/admin.conf", check=True).stdout)
+    kubeconfig = {"apiVersion": "v1", "kind": "Config",
+                  "clusters": [{"name": "k", "cluster": admin["clusters"][0]["cluster"]}],
+                  "users": [{"name": "staticpodd", "user": {"token": token}}],
+                  "contexts": [{"name": "k", "context": {"cluster": "k", "user": "staticpodd"}}],
+                  "current-context": "k"}
+    cp.lab.run("sh", "-c", "umask 077; mkdir -p /etc/staticpodd && cat > /etc/staticpodd/publisher.conf",
+               input=yaml.safe_dump(kubeconfig), check=True)
+    _configure(cp, PUBLISH + "  kubeconfig: /etc/staticpodd/publisher.conf\n")
+    try:
+        before = len(_ours(cp))
+        park = cp.ctl_json("park", "kube-scheduler", "--reason", "dedicated identity")
+        assert park["cluster"]["state"] == "published", park
+        assert cp.ctl_json("unpark", "kube-scheduler")["cluster"]["state"] == "published"
+        assert [r for r, _m in _reasons_since(cp, before)] == ["ComponentParked", "ComponentUnparked"]
+        # the publisher may not list Nodes: status --cluster says so, in one sentence
+        denied = cp.ctl("status", "--cluster", "--kubeconfig", "/etc/staticpodd/publisher.conf")
+        assert denied.returncode == 1 and "forbidden" in denied.stderr and "Traceback" not in denied.stderr
+        cp.kubectl("create", "clusterrolebinding", "staticpodd-viewer-test", "--clusterrole=staticpodd:viewer",
+                   "--serviceaccount=kube-system:staticpodd")
+        seen = cp.ctl_json("status", "--cluster", "--kubeconfig", "/etc/staticpodd/publisher.conf")
+        assert seen["ok"] and seen["nodes"] >= 1 and seen["parked"] == [], seen
+    finally:
+        _configure(cp, PUBLISH)
+        cp.kubectl("delete", "clusterrolebinding", "staticpodd-viewer-test", check=False)
+        cp.kubectl("delete", "-f", "-", input=rbac, check=False)
+        cp.lab.run("rm", "-f", "/etc/staticpodd/publisher.conf")
