@@ -110,10 +110,42 @@ class Publisher:
                 os.close(lock)
         return result
 
+    def _forget_gone_pins(self) -> list[str]:
+        """Drop the records of pinned pods the API server no longer has (deleted, or a new pod
+        of the same name: another uid), so the annotation lists only pods that exist; returns
+        their ``NAMESPACE/NAME``. With the kubelet's credentials the node authorizer answers 403
+        ("no relationship found") for a pod not bound to this node: gone too. Any other failure
+        keeps the record. Never raises."""
+        from ..pin.local import forget_pin, list_local_pins
+        from .client import NODE_AUTHORIZER_NO_RELATIONSHIP, ClusterError
+
+        pins = list_local_pins(self.state_dir)
+        if not pins:
+            return []
+        gone = []
+        try:
+            api = self.api()
+        except Exception:  # noqa: BLE001 - no connection now: try at the next resync
+            return []
+        for p in pins:
+            ns, name = str(p.get("namespace")), str(p.get("name"))
+            try:
+                pod = api.pod(name, ns)
+            except ClusterError as exc:
+                if not (exc.status == 403 and NODE_AUTHORIZER_NO_RELATIONSHIP in str(exc)):
+                    continue
+                pod = None
+            if pod is None or (p.get("uid") and (pod.get("metadata") or {}).get("uid") != p.get("uid")):
+                if forget_pin(self.state_dir, ns, name):
+                    gone.append(f"{ns}/{name}")
+        return gone
+
     def _flush(self, box: Outbox, result: dict[str, Any], resync: bool) -> None:
         from ..errors import StaticpodError
         from .client import ClusterError
 
+        if resync:
+            self._forget_gone_pins()
         try:
             want = self._desired()
         except Exception as exc:  # noqa: BLE001 - a store that cannot be read: say so, try the Events

@@ -53,7 +53,8 @@ def heartbeat(layout: Any) -> dict[str, Any]:
             "heartbeat_age": round(age, 1), "pid": pid,
             "detail": detail, "summary": hb.get("summary"),
             # a dead daemon's last problems are history, not the state of the node
-            "problems": (hb.get("problems") or []) if alive else []}
+            "problems": (hb.get("problems") or []) if alive else [],
+            "cluster": (hb.get("cluster") or {}) if alive else {}}
 
 
 def daemon_holds_pidfile(layout: Any) -> bool | None:

@@ -40,6 +40,11 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
     now = time.time()
     out.say(f"manifest directory: {st['manifest_dir']}")
     out.say(f"daemon: {daemon['detail']}")
+    view = daemon.get("cluster") or {}
+    if view.get("enabled"):
+        waiting = f"; {view['waiting']} Event(s) waiting" if view.get("waiting") else ""
+        why = f"; NOT PUBLISHING: {view['error']}" if view.get("error") else ""
+        out.say(f"cluster view: publishing to Node {view.get('node') or '?'}{waiting}{why}")
     for prob in (daemon.get("problems") or []) if daemon["running"] else []:
         out.say(f"  problem: {prob if isinstance(prob, str) else prob.get('message', prob)}")
     if st["interrupted"]:

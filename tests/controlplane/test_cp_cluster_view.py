@@ -198,3 +198,25 @@ def test_the_shipped_rbac_lets_a_dedicated_identity_publish_and_read(cp: Node, p
         cp.kubectl("delete", "clusterrolebinding", "staticpodd-viewer-test", check=False)
         cp.kubectl("delete", "-f", "-", input=rbac, check=False)
         cp.lab.run("rm", "-f", "/etc/staticpodd/publisher.conf")
+
+
+def test_a_pod_pinned_by_hand_is_on_the_node_and_in_status_cluster(cp: Node, publishing: None) -> None:
+    cp.ctl("park", "kube-scheduler", "--reason", "pin drill", check=True)
+    cp.kubectl("run", "manual-schedule", "--image=httpd:2.4-alpine")
+    cp.wait(lambda: cp.pod("manual-schedule"), 30, "manual-schedule created")
+    before = len(_ours(cp))
+    pin = cp.ctl_json("pin", "manual-schedule", "--node", cp.name)
+    assert pin["ok"] and pin["cluster"]["state"] == "published", pin
+    ann = cp.wait(lambda: _annotations(cp).get("staticpodd.io/pinned") == "default/manual-schedule" and
+                  _annotations(cp), 10, "the pinned annotation")
+    detail = json.loads(ann["staticpodd.io/pinned-detail"])
+    assert detail[0]["bare"] is True and detail[0]["node"] == cp.name and detail[0]["uid"] == pin["pinned"]["uid"]
+    assert [r for r, _m in _reasons_since(cp, before)] == ["PodPinned"]
+    view = cp.ctl_json("status", "--cluster", "--kubeconfig", "/etc/kubernetes/admin.conf")
+    assert [(p["namespace"], p["name"], p["bare"], p["present"]) for p in view["pinned"]] == [
+        ("default", "manual-schedule", True, True)], view
+    text = cp.ctl("status", "--cluster", "--kubeconfig", "/etc/kubernetes/admin.conf").stdout
+    assert "kubectl drain refuses them without --force" in text and "default/manual-schedule" in text
+    cp.kubectl("delete", "pod", "manual-schedule", "--grace-period=0", "--force")
+    view = cp.ctl_json("status", "--cluster", "--kubeconfig", "/etc/kubernetes/admin.conf")
+    assert [p["present"] for p in view["pinned"]] == [False], view

@@ -162,3 +162,22 @@ def test_which_journal_events_become_which_node_events() -> None:
     assert node_view({"metadata": {"name": "n", "annotations": {"staticpodd.io/parked": "etcd(broken)"}}})["parked"] == [
         {"component": "etcd", "broken": True}]
     assert node_view({"metadata": None})["node"] == "?"
+
+
+def test_a_resync_forgets_pinned_pods_the_api_server_no_longer_has(kubeadm, api) -> None:
+    from staticpodd.cluster.hook import make_publisher
+    from staticpodd.config import Config
+    from staticpodd.layout import Layout
+    from staticpodd.pin.local import list_local_pins, record_pin
+
+    _publish(kubeadm, api)
+    state = kubeadm.root / "var/lib/staticpodd"
+    for name, uid in (("kept", "u1"), ("deleted", "u2"), ("recreated", "u3")):
+        record_pin(state, {"namespace": "default", "name": name, "node": "node-1", "uid": uid, "bare": True,
+                           "pinned_at": "2026-12-04T06:00:00Z", "actor": "root"})
+    api.pods[("default", "kept")] = {"metadata": {"name": "kept", "uid": "u1"}}
+    api.pods[("default", "recreated")] = {"metadata": {"name": "recreated", "uid": "another"}}
+    pub = make_publisher(Layout.build(kubeadm.root), Config.from_dict({"cluster": {"publish": True}}))
+    assert pub.flush(resync=True)["error"] is None
+    assert [p["name"] for p in list_local_pins(state)] == ["kept"]
+    assert api.annotations()["staticpodd.io/pinned"] == "default/kept"

@@ -50,6 +50,7 @@ def test_a_verb_publishes_through_the_daemon_and_the_daemon_publishes_its_own_de
     wait_until(lambda: "staticpodd.io/parked" not in api.annotations(), 5, what="the annotation to go")
     hb = d.heartbeat()["cluster"]
     assert hb["enabled"] and hb["node"] == "node-1" and hb["error"] is None and hb["waiting"] == 0
+    assert "cluster view: publishing to Node node-1\n" in staticpodctl(root, "status").stdout
 
 
 def test_events_queued_while_the_api_server_is_down_go_out_in_order_when_it_answers(
@@ -66,6 +67,7 @@ def test_events_queued_while_the_api_server_is_down_go_out_in_order_when_it_answ
     staticpodctl(root, "unpark", "kube-scheduler", "--reason", "second")
     wait_journal(root, "CLUSTER_PUBLISH_FAILED")
     assert api.events == []
+    wait_until(lambda: "NOT PUBLISHING: " in staticpodctl(root, "status").stdout, 30, what="status to say so")
     api.down = False
     wait_until(lambda: len(api.events) == 2, 10, what="the queued Events within seconds of the API server answering")
     assert [(e["reason"], "first" in e["message"]) for e in api.events] == [("ComponentParked", True),
