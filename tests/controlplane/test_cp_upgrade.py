@@ -64,3 +64,66 @@ def test_with_the_scheduler_parked_staticpodd_warns_before_and_kubeadm_upgrade_c
     comps = {c["component"]: c for c in cp.ctl_json("status")["components"]}
     assert comps["kube-scheduler"]["state"] == "parked", comps["kube-scheduler"]
     assert cp.lab.read("/etc/kubernetes/manifests/.staticpodd/parked/kube-scheduler.yaml") == parked
+
+
+UPGRADE_CONFIG = """\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: UpgradeConfiguration
+apply:
+  kubernetesVersion: v1.37.2
+  patches:
+    directory: {patches}
+timeouts:
+  upgradeManifests: 40s
+"""
+
+
+def test_a_park_made_while_kubeadm_waits_is_a_broken_park_that_unpark_discard_ends(cp: Node) -> None:
+    """kubeadm writes the new kube-scheduler.yaml and waits for its config.hash; the park takes it
+    away, so kubeadm times out (timeouts.upgradeManifests, shortened here) and rolls back: it
+    writes the old manifest back while the component is parked. staticpodd calls that a broken
+    park, names ``unpark --discard``, and after the discard nothing calls the file drift."""
+    import time
+
+    patches = cp.lab.work / "patches-wait"
+    patches.mkdir(exist_ok=True)
+    (patches / "kube-scheduler+json.yaml").write_text(PATCH.replace("--v=2", "--v=3"))
+    config = cp.lab.work / "upgrade-wait.yaml"
+    config.write_text(UPGRADE_CONFIG.format(patches=patches))
+    log = cp.lab.work / "kubeadm-upgrade-wait.log"
+    proc = cp.lab.popen(str(cp.lab.bin / "kubeadm"), "upgrade", "apply", "--config", str(config), "--yes", IGNORE,
+                        log=log)
+    try:
+        cp.wait(lambda: b"--v=3" in cp.lab.read("/etc/kubernetes/manifests/kube-scheduler.yaml") or
+                proc.poll() is not None, 300, "kubeadm to write the new kube-scheduler.yaml")
+        assert proc.poll() is None, log.read_text()[-3000:]
+        park = cp.ctl_json("park", "kube-scheduler", "--reason", "parked while kubeadm waits")
+        assert park["ok"], park
+        rc = proc.wait(240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = log.read_text()
+    assert rc != 0 and "kube-scheduler" in out, out[-3000:]
+    # kubeadm's rollback put the old manifest back while the scheduler is parked
+    deadline = time.monotonic() + 30
+    while True:
+        comps = {c["component"]: c for c in cp.ctl_json("status")["components"]}
+        if comps["kube-scheduler"].get("park_broken") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert comps["kube-scheduler"].get("park_broken"), comps["kube-scheduler"]
+    assert b"--v=3" not in cp.lab.read("/etc/kubernetes/manifests/kube-scheduler.yaml")
+    history = cp.ctl("history", "kube-scheduler").stdout
+    assert "the current file" not in history, history  # the live file is kubeadm's old one, not "current"
+    refused = cp.ctl("unpark", "kube-scheduler")
+    said = refused.stdout + refused.stderr
+    assert "unpark kube-scheduler --discard" in said and ".staticpodd/parked" not in said, said
+    cp.ctl("unpark", "kube-scheduler", "--discard", "--reason", "kubeadm rolled back", check=True)
+    comps = {c["component"]: c for c in cp.ctl_json("status")["components"]}
+    assert comps["kube-scheduler"]["state"] == "live" and not comps["kube-scheduler"]["drift"], comps
+    problems = [p for p in cp.ctl_json("doctor").get("problems", []) if p.get("component") == "kube-scheduler"
+                or "kube-scheduler" in str(p.get("path"))]
+    assert not [p for p in problems if p["code"] in ("drift", "park-broken")], problems
+    history = cp.ctl("history", "kube-scheduler").stdout
+    assert "drift" not in history and "differs from the newest version" not in history, history
