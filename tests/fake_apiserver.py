@@ -94,7 +94,10 @@ class FakeApiServer:
                     if method == "PATCH":
                         if "patch-node" in api.forbid:
                             return self._status(403, f'nodes "{parts[3]}" is forbidden: not allowed')
-                        assert self.headers.get("Content-Type") == "application/merge-patch+json"
+                        # a JSON merge patch; clients older than 25 send a strategic merge patch,
+                        # which treats a map the same
+                        assert self.headers.get("Content-Type") in ("application/merge-patch+json",
+                                                                    "application/strategic-merge-patch+json")
                         ann = self._body()["metadata"]["annotations"]
                         have = node["metadata"].setdefault("annotations", {})
                         for k, v in ann.items():

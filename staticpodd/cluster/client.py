@@ -107,8 +107,15 @@ class Api:
     def patch_node_annotations(self, name: str, annotations: dict[str, str | None]) -> dict[str, Any]:
         """Set (None: remove) annotations on Node ``name`` with one JSON merge patch; returns the Node."""
         body = {"metadata": {"annotations": annotations}}
-        return dict(self.call(f"annotate node {name}", self.core.patch_node, name, body,
-                              _content_type="application/merge-patch+json"))
+        try:
+            return dict(self.call(f"annotate node {name}", self.core.patch_node, name, body,
+                                  _content_type="application/merge-patch+json"))
+        except ClusterError as exc:
+            if "_content_type" not in str(exc):
+                raise
+        # an older client (Debian 12's python3-kubernetes 22) has no _content_type: for a mapping
+        # it sends a strategic merge patch, which treats annotations (a map) exactly the same
+        return dict(self.call(f"annotate node {name}", self.core.patch_node, name, body))
 
     def create_event(self, event: dict[str, Any]) -> None:
         """Create a core/v1 Event. One that exists already (409: a retry after a lost answer)
