@@ -74,3 +74,21 @@ def test_events_queued_while_the_api_server_is_down_go_out_in_order_when_it_answ
                                                                            ("ComponentUnparked", False)]
     wait_journal(root, "CLUSTER_PUBLISHED")
     wait_until(lambda: (d.heartbeat().get("cluster") or {}).get("waiting") == 0, 30, what="the heartbeat")
+
+
+def test_a_quarantined_stray_and_a_broken_park_are_events_on_the_node(short_tmp: Path, api: FakeApiServer,
+                                                                     run_daemon) -> None:
+    root = make_root(short_tmp, config="debounce: 0.2\non_stray: quarantine\ncluster:\n  publish: true\n")
+    api.kubeconfig(root / "etc/kubernetes/kubelet.conf")
+    mdir = root / "etc/kubernetes/manifests"
+    d = run_daemon(root)
+    d.wait_ready()
+    (mdir / "kube-apiserver.yaml.bak").write_bytes((mdir / "kube-apiserver.yaml").read_bytes())
+    wait_until(lambda: "StrayQuarantined" in api.reasons(), 20, what="StrayQuarantined")
+    ev = next(e for e in api.events if e["reason"] == "StrayQuarantined")
+    assert ev["type"] == "Warning" and "kube-apiserver.yaml.bak" in ev["message"]
+    assert staticpodctl(root, "park", "kube-scheduler").returncode == 0
+    (mdir / "kube-scheduler.yaml").write_bytes((mdir / ".staticpodd/parked/kube-scheduler.yaml").read_bytes())
+    wait_until(lambda: "ParkBroken" in api.reasons(), 20, what="ParkBroken")
+    wait_until(lambda: api.annotations().get("staticpodd.io/parked") == "kube-scheduler(broken)", 10,
+               what="the annotation to say broken")
