@@ -61,10 +61,12 @@ def test_a_park_and_an_unpark_are_on_the_node_within_two_seconds(cp: Node, publi
     before = len(_ours(cp))
     t0 = time.monotonic()
     park = cp.ctl_json("park", "kube-scheduler", "--reason", "manual scheduling drill")
+    took = time.monotonic() - t0
     assert park["ok"] and park["cluster"]["state"] == "published", park
-    ann = cp.wait(lambda: _annotations(cp).get(ANN) == "kube-scheduler" and _annotations(cp), 10, "the annotation")
-    seen = time.monotonic() - t0
-    assert seen <= 2.0 + 1.0, f"the annotation took {seen:.1f} s (kubectl itself takes ~0.3 s a call)"
+    ann = _annotations(cp)  # the verb said "published": the Node carries it now, no waiting
+    assert ann.get(ANN) == "kube-scheduler", ann
+    print(f"park, published on the Node: {took:.2f} s")
+    assert took <= 2.0, f"the park took {took:.1f} s to be published"
     detail = json.loads(ann[DETAIL])
     assert detail[0]["component"] == "kube-scheduler" and detail[0]["reason"] == "manual scheduling drill"
     assert detail[0]["by"] and detail[0]["since"] and detail[0]["until"] is None and detail[0]["broken"] is False
