@@ -1,6 +1,6 @@
 """Where everything lives on a node, derived once from ``--root`` / ``--manifest-dir``.
 
-See DESIGN.md "Where things live on a node". One frozen :class:`Layout` is built per process
+See docs/reference/files.md, "Where things live on a node". One frozen :class:`Layout` is built per process
 and passed down; no module keeps paths in globals.
 """
 
@@ -101,7 +101,7 @@ class Layout(FrozenRecord):
     """All paths staticpodd uses, under one ``root`` (``/`` on a real node).
 
     ``manifest_dir`` is the kubelet's ``staticPodPath``. Everything else is derived; see
-    DESIGN.md for the table.
+    docs/reference/files.md for the table.
     """
 
     root: Final[Path]

@@ -1,6 +1,6 @@
 """The one lock every writer takes: an ``flock`` on ``/run/staticpodd/lock``.
 
-staticpodctl invocations and the daemon serialise on it (DESIGN.md "Shape of the code"). A
+staticpodctl invocations and the daemon serialise on it (docs/development.md, "A map of the code"). A
 waiter polls with a bounded timeout and says who holds the lock: the holder writes its pid and
 command line into the lock file after taking it.
 """

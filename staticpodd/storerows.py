@@ -151,7 +151,8 @@ def digest_keys(digest: str) -> tuple[bytes | str, str]:
 
 
 def digest_of(data: bytes) -> str:
-    """sha256 hex digest of ``data`` (DESIGN.md "digest"; show 12 characters to humans).
+    """sha256 hex digest of ``data``: the content digest every verb, the store and the journal use
+    (show 12 characters to humans).
 
     hashlib is imported here, on the first digest, not with the module: loading OpenSSL costs a
     read verb whose files all match their stat signatures a third of its start-up."""

@@ -1,6 +1,6 @@
 """staticpodd: the daemon that watches the manifest directory, records every change, enforces parks.
 
-Composition root and lifecycle (DESIGN.md "Shape of the code"): builds the Layout, Config,
+Composition root and lifecycle (docs/development.md, "A map of the code"): builds the Layout, Config,
 Journal, Engine, Watcher and Notifier, then runs one main loop in the main thread.
 
 Start-up: first the exclusive flock on ``<run_dir>/staticpodd.pid`` (one daemon per --root; a

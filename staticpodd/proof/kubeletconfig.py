@@ -1,7 +1,7 @@
 """The kubelet's relist period, read from its config file (docs/kubelet-contract.md "When the kubelet looks").
 
 An inotify-triggered re-read that fails to parse keeps the old pod until the next full relist
-(KUBELET-LAB.md "Invalid bytes written over a running manifest"), so "the same pod still runs"
+(docs/kubelet-contract.md, "What a broken file does to a running pod"), so "the same pod still runs"
 right after a swap proves nothing until one ``fileCheckFrequency`` has passed: the prover needs
 that period. It is read from the KubeletConfiguration the daemon already reads ``staticPodPath``
 from (``<root>/var/lib/kubelet/config.yaml``); the kubelet's own default is 20 s.

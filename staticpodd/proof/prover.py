@@ -31,11 +31,11 @@ from .shadow import find_shadowing_file
 
 #: After one full relist period (the kubelet's fileCheckFrequency, from its config file: see
 #: :mod:`.kubeletconfig`), the kubelet has re-read every file; this margin (seconds) covers the
-#: kill reaching the runtime (about 1 s, KUBELET-LAB.md). A file shadowed by another is given
+#: kill reaching the runtime (about 1 s on a real kubelet, tests/e2e). A file shadowed by another is given
 #: relist + margin to show a new config.hash.
 RELIST_MARGIN = 3.0
 #: A pod of the same full name starts again only 10 s plus jitter after the old one terminated
-#: (``allowStaticPodStart`` in pod_workers.go, KUBELET-LAB.md "A changed manifest"): a pod that
+#: (``allowStaticPodStart`` in pod_workers.go; docs/kubelet-contract.md, "Identity and restarts"): a pod that
 #: vanished is called dropped only when no new sandbox came within this many seconds.
 RESTART_BACKOFF = 20.0
 DEFAULT_POLL_INTERVAL = 0.5

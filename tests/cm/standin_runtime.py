@@ -11,7 +11,7 @@ protojson shapes real crictl prints):
   file path and the bytes (docs/kubelet-contract.md "Identity and restarts"), with one running container per
   ``spec.containers`` entry, created when the stand-in first saw those bytes;
 - a file that goes away, or whose bytes change, leaves its old sandbox NOTREADY and its containers
-  exited (KUBELET-LAB.md: removing a manifest stops the pod; a change recreates it under a new UID).
+  exited (docs/kubelet-contract.md, seen on a real kubelet in tests/e2e: removing a manifest stops the pod; a change recreates it under a new UID).
 
 Its memory is a JSON file per node; the timeline file proof_fakes' crictl reads is rewritten with
 one phase (the present) before each call.

@@ -185,7 +185,7 @@ def build_images(bins: Path, names: dict[str, str]) -> list[Path]:
 # --- configuration files ----------------------------------------------------------------------
 def containerd_config(work: Path, pause: str) -> str:
     """containerd 1.6's configuration: its own root, state and sockets under ``/run/containerd``
-    (a tmpfs of the namespace), the bridge CNI plugins from Debian, KUBELET-LAB.md's settings."""
+    (a tmpfs of the namespace), the bridge CNI plugins from Debian, the real-kubelet tier's settings (tests/e2e/kubelet_lab.py)."""
     return f"""version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -232,7 +232,7 @@ CNI_CONFLIST = json.dumps({
 
 
 def kubeadm_config(cgroup_root: str) -> str:
-    """kubeadm's v1beta4 configuration (CONTROLPLANE-LAB.md "Settings that were needed"): the
+    """kubeadm's v1beta4 configuration (docs/development.md, "The control-plane tier"): the
     veth address, images only from the node (IfNotPresent), SystemVerification ignored (an ERROR
     on cgroup v1 for kubelet >= 1.35 even with ``failCgroupV1: false``), no kube-proxy, no DNS,
     and a kubelet on cgroupfs under a cgroupRoot of the lab's own.

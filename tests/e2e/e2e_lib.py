@@ -31,7 +31,7 @@ from kubelet_lab import APP_IMAGE, Lab, rewrite_image_text  # noqa: E402
 CORPUS = Path(os.environ.get("STATICPODD_CORPUS") or REPO.parent / "shared" / "corpus")
 SCHEDULER_SRC = CORPUS / "manifests" / "03-zetaoss-kubeadm-kube-scheduler.yaml"
 
-#: Lines in the kubelet log that mean it could not parse a file (KUBELET-LAB.md).
+#: Lines in the kubelet log that mean it could not parse a file (seen on real kubelets; docs/kubelet-contract.md, "How a file is decoded").
 PARSE_ERRORS = ("Unable to process watch event", "Could not process manifest file", "Can't process config file")
 
 

@@ -10,7 +10,7 @@ Test fixture only (nothing here ships). ``tests/e2e/kubelet-lab`` is the command
 ``up`` prints the lab's work directory (everything lives under it: containerd's root/state,
 sockets, runc's root, the kubelet's --root-dir, pod logs, logs of both daemons, images) and
 remembers it in ``/tmp/kubelet-lab.last`` for the other commands. Nothing on the host is changed
-(KUBELET-LAB.md "Settings that were needed"):
+(found when the tier was first brought up; docs/development.md, "The real-kubelet tier"):
 
 - containerd and the kubelet run in a private mount namespace (``unshare --mount --propagation
   private``), in which files holding the values the kubelet wants are bind-mounted over the
