@@ -203,7 +203,9 @@ def test_the_shipped_rbac_lets_a_dedicated_identity_publish_and_read(cp: Node, p
 
 
 def test_a_pod_pinned_by_hand_is_on_the_node_and_in_status_cluster(cp: Node, publishing: None) -> None:
-    cp.ctl("park", "kube-scheduler", "--reason", "pin drill", check=True)
+    cp.ctl("park", "kube-scheduler", "--wait", "--reason", "pin drill", check=True)
+    cp.wait(lambda: cp.pod(f"kube-scheduler-{cp.name}", "kube-system") is None, 30,
+            "the scheduler's mirror pod to leave the API")
     cp.kubectl("run", "manual-schedule", "--image=httpd:2.4-alpine")
     cp.wait(lambda: cp.pod("manual-schedule"), 30, "manual-schedule created")
     before = len(_ours(cp))

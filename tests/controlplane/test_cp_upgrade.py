@@ -23,6 +23,12 @@ def _upgrade(cp: Node, *extra: str, timeout: float = 420):
                       timeout=timeout)
 
 
+#: Set once an upgrade ran in this session: kubeadm's first upgrade of a fresh control plane
+#: rewrites etcd, the apiserver and the controller-manager too (and restarts them); later ones
+#: change only what the patches change.
+_upgraded: list[bool] = []
+
+
 def _versions(cp: Node) -> dict[str, list[dict]]:
     return {c: cp.ctl_json("history", c, "--all")["versions"] for c in COMPONENTS}
 
@@ -35,6 +41,7 @@ def test_kubeadm_upgrade_apply_with_patches_beside_the_daemon_records_one_versio
     live_before = {c: cp.lab.read(f"/etc/kubernetes/manifests/{c}.yaml") for c in COMPONENTS}
     up = _upgrade(cp, f"--patches={patches}")
     assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    _upgraded.append(True)
     after = _versions(cp)
     for c in COMPONENTS:
         new = [v for v in after[c] if v["seq"] > before[c][-1]["seq"]]
@@ -71,6 +78,7 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: UpgradeConfiguration
 apply:
   kubernetesVersion: v1.37.2
+  etcdUpgrade: false
   patches:
     directory: {patches}
 timeouts:
@@ -85,6 +93,10 @@ def test_a_park_made_while_kubeadm_waits_is_a_broken_park_that_unpark_discard_en
     park, names ``unpark --discard``, and after the discard nothing calls the file drift."""
     import time
 
+    if not _upgraded:  # run alone: let kubeadm's first upgrade rewrite the others first
+        up = _upgrade(cp)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        _upgraded.append(True)
     patches = cp.lab.work / "patches-wait"
     patches.mkdir(exist_ok=True)
     (patches / "kube-scheduler+json.yaml").write_text(PATCH.replace("--v=2", "--v=3"))
