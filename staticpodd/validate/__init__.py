@@ -29,7 +29,8 @@ from pathlib import Path
 from staticpodd.decoded import DecodeProblem, Manifest
 from staticpodd.decoding import decode
 from staticpodd.errors import InvalidManifest
-from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Context, Options, parse_version
+from staticpodd.resources import DEFAULT_VERSION, SUPPORTED_VERSIONS, parse_version
+from staticpodd.validate.context import Context, Options
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
 from staticpodd.validate.identity import DECODE_CODES, identity_findings
 from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
