@@ -60,11 +60,11 @@ def find_schema(name: str) -> Path:
 _validator_id: str | None = None
 
 
-_DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
+_DECODER = ("positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
             "jsondecode.py", "hostclaims.py")
-"""The decoder's modules, hashed into the validator id: what was ``manifest.py`` before the split
-it, and the JSON decoder (a change to either must invalidate cached verdicts); and ``hostclaims.py``,
-the host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
+"""The modules outside ``validate/`` whose change must invalidate cached verdicts, hashed into the
+validator id (paths under the package): the YAML and JSON decoders, and ``hostclaims.py``, the
+host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
 
 
 def validator_id() -> str:
