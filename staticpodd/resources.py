@@ -60,8 +60,15 @@ def find_schema(name: str) -> Path:
 _validator_id: str | None = None
 
 
-_DECODER = ("positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
-            "jsondecode.py", "hostclaims.py")
+_DECODER = (
+    "positions.py",
+    "decoded.py",
+    "decoding.py",
+    "yamldecode.py",
+    "yamlresolve.py",
+    "jsondecode.py",
+    "hostclaims.py",
+)
 """The modules outside ``validate/`` whose change must invalidate cached verdicts, hashed into the
 validator id (paths under the package): the YAML and JSON decoders, and ``hostclaims.py``, the
 host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
