@@ -16,7 +16,8 @@ It is deterministic (the same tree gives the same result) and idempotent: a modu
 new place is left alone, so a second run changes nothing. A tree that changed since the map was
 written is fine: a flat module the map does not know stays where it is and is reported, a new
 package keeps its place, and every reference to a moved module is rewritten wherever it is.
-It stops, before changing anything, on what it cannot rewrite safely (a dirty tree, a moved module
+Lines of the package or the tools that the rewrite makes longer than ruff's limit are listed. It
+stops, before changing anything, on what it cannot rewrite safely (a dirty tree, a moved module
 that finds files through ``__file__``, a relative ``importlib.import_module`` of a moved module,
 a target that already exists), and after the rewrite it checks that every ``staticpodd`` import
 in the package, the tests, the tools and the packaging resolves, and that no dotted or path
@@ -31,6 +32,9 @@ What it rewrites, in every file git tracks (except CHANGELOG.md, whose entries a
 - Dotted names anywhere: ``import staticpodd.store``, ``staticpodd.store.VersionStore`` (monkeypatch
   targets), ``:mod:`staticpodd.fsops```, ``python -m staticpodd.x``, ``staticpodd.x:main`` (entry
   points), mypy overrides.
+- ``from staticpodd import migrations`` on a line of its own in a string (code a test runs in a
+  subprocess); one that is not alone on its line (``-c "...; from staticpodd import x"``) is
+  reported instead.
 - Paths: ``staticpodd/fsops.py`` (docs, ruff per-file-ignores, packaging lists).
 - A file name alone in quotes or backticks, ``"positions.py"`` or ```store.py```: the path under
   ``staticpodd/`` (``"manifest/positions.py"``), as the code joins it to the package directory
@@ -111,6 +115,9 @@ PACKAGE_DOCS: dict[str, str] = {
         "(``tallies``).\n"
     ),
 }
+
+#: ruff's line-length (pyproject.toml): lines the rewrite makes longer are listed
+LINE_LIMIT = 120
 
 #: files never rewritten: history, the blame list, this script (its tables name the old places)
 SKIP_FILES = frozenset({"CHANGELOG.md", ".git-blame-ignore-revs", "tools/regroup.py"})
@@ -338,6 +345,26 @@ def rewrite_text(text: str, pending: dict[str, str], log: list[str], rel: str) -
 
     text = re.sub(rf"(?<![\w.]){PACKAGE}\.({alt})(?![\w])", dotted, text)
 
+    def from_package(m: re.Match[str]) -> str:  # "from staticpodd import a, b" inside a string
+        indent, names = m.group(1), [n.strip() for n in m.group(2).split(",")]
+        if not any(n.split(" as ")[0].strip() in flat for n in names):
+            return m.group(0)
+        out, stays = [], []
+        for n in names:
+            name, _, alias = (x.strip() for x in n.partition(" as "))
+            if name not in flat:
+                stays.append(n)
+                continue
+            parent, _, leaf = flat[name].rpartition(".")
+            bound = alias or name
+            out.append(f"from {_SENTINEL}.{parent} import {leaf}" + (f" as {bound}" if bound != leaf else ""))
+        if stays:
+            out.insert(0, f"from {_SENTINEL} import {', '.join(stays)}")
+        return indent + ("\n" + indent).join(out)
+
+    text = re.sub(rf"(?m)^([ \t]*)from {PACKAGE} import ((?:{IDENT}(?: as {IDENT})?, )*{IDENT}(?: as {IDENT})?)[ \t]*$",
+                  from_package, text)
+
     def path(m: re.Match[str]) -> str:
         return f"{PACKAGE}/{flat[m.group(1)].replace('.', '/')}.py"
 
@@ -384,6 +411,11 @@ def check(root: Path, pending: dict[str, str], files: list[str]) -> list[str]:
                 line = text.count("\n", 0, m.start()) + 1
                 problems.append(f"{rel}:{line}: still names {PACKAGE}.{'.'.join(parts)} "
                                 f"({PACKAGE}.{first} moved to {pending[f'{PACKAGE}.{first}']})")
+        for m in re.finditer(rf"\bfrom {PACKAGE} import ([\w ,]+)", text):
+            left_names = [n for n in (x.strip().split(" ")[0] for x in m.group(1).split(",")) if n in olds]
+            if any(f"{PACKAGE}.{n}" not in modules for n in left_names):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{rel}:{line}: still imports {left_names} from {PACKAGE} (in a string?)")
         for m in re.finditer(rf"(?<![\w.-]){PACKAGE}/({IDENT})\.py\b", text):
             if m.group(1) in olds:
                 line = text.count("\n", 0, m.start()) + 1
@@ -476,6 +508,15 @@ def main(argv: list[str] | None = None) -> int:
             if new != text:
                 changed[rel] = new
         print(f"rewrite {len(changed)} files")
+        long_lines = [
+            f"  {rel}:{n}: {len(line)} characters"
+            for rel, new in sorted(changed.items()) if rel.endswith(".py") and not rel.startswith("tests/")
+            for n, line in enumerate(new.splitlines(), 1)
+            if len(line) > LINE_LIMIT and line not in files_text(root, rel)
+        ]
+        if long_lines:
+            print(f"lines the rewrite made longer than {LINE_LIMIT} (ruff E501; wrap them by hand):")
+            print("\n".join(long_lines))
         if log:
             print("file names rewritten as paths under staticpodd/ (check each is joined to the package directory):")
             print("\n".join(log))
@@ -499,6 +540,11 @@ def main(argv: list[str] | None = None) -> int:
     except Problem as exc:
         print(f"regroup: {exc}", file=sys.stderr)
         return 1
+
+
+def files_text(root: Path, rel: str) -> str:
+    """The text of ``rel`` as it is on disk (before the rewrite is written)."""
+    return (root / rel).read_text(encoding="utf-8")
 
 
 def _ensure_package(root: Path, directory: Path) -> None:
