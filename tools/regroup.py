@@ -24,7 +24,9 @@ in the package, the tests, the tools and the packaging resolves, and that no dot
 reference to an old place is left; it exits 1 naming each file and line it could not fix.
 
 What it rewrites, in every file git tracks (except CHANGELOG.md, whose entries are history,
-``.git-blame-ignore-revs`` and this script):
+``.git-blame-ignore-revs``, this script, a file that holds the words ``regroup: keep-file`` (a
+fixture maker run with an older commit's code) and a line that holds ``regroup: keep`` (code a
+test runs with an older commit's code, from ``git archive``)):
 
 - Python imports, by their syntax tree: ``from .fsops import x`` (relative imports are recomputed
   from the file's new package, also for the files that move), ``from staticpodd import decoding``
@@ -118,6 +120,11 @@ PACKAGE_DOCS: dict[str, str] = {
 
 #: ruff's line-length (pyproject.toml): lines the rewrite makes longer are listed
 LINE_LIMIT = 120
+
+#: a line holding KEEP is left as it is (a reference meant for older code, which a test runs from
+#: ``git archive``); a file holding KEEP_FILE is left whole (a fixture maker run with older code)
+KEEP = "regroup: keep"
+KEEP_FILE = "regroup: keep-file"
 
 #: files never rewritten: history, the blame list, this script (its tables name the old places)
 SKIP_FILES = frozenset({"CHANGELOG.md", ".git-blame-ignore-revs", "tools/regroup.py"})
@@ -241,6 +248,8 @@ def rewrite_imports(text: str, rel: str, pending: dict[str, str], modules: set[s
         offsets.append(offsets[-1] + len(line))
     edits: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and any(KEEP in lines[i] for i in range(node.lineno - 1, node.end_lineno or 0)):
+            continue
         if isinstance(node, ast.Call) and _is_import_module(node):
             arg = node.args[0] if node.args else None
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("."):
@@ -334,7 +343,16 @@ def _segment(text: str, offsets: list[int], node: ast.stmt) -> str:
 
 def rewrite_text(text: str, pending: dict[str, str], log: list[str], rel: str) -> str:
     """Dotted names (``staticpodd.store.X``), paths (``staticpodd/store.py``) and quoted file names
-    (``"store.py"``, ```store.py```) of moved modules, pointed at their new places."""
+    (``"store.py"``, ```store.py```) of moved modules, pointed at their new places; a line holding
+    :data:`KEEP` is left as it is."""
+    lines = text.splitlines(keepends=True)
+    out = []
+    for n, line in enumerate(lines, 1):
+        out.append(line if KEEP in line else _rewrite_line(line, pending, log, f"{rel}:{n}"))
+    return "".join(out)
+
+
+def _rewrite_line(text: str, pending: dict[str, str], log: list[str], where: str) -> str:
     flat = {old.split(".", 1)[1]: new.split(".", 1)[1] for old, new in pending.items()}
     if not flat:
         return text
@@ -372,8 +390,7 @@ def rewrite_text(text: str, pending: dict[str, str], log: list[str], rel: str) -
 
     def quoted(m: re.Match[str]) -> str:
         new = flat[m.group(1)].replace(".", "/") + ".py"
-        line = text.count("\n", 0, m.start()) + 1
-        log.append(f"  {rel}:{line}: {m.group(1)}.py -> {new}")
+        log.append(f"  {where}: {m.group(1)}.py -> {new}")
         return new
 
     return re.sub(rf"(?<=[`'\"])({alt})\.py(?=[`'\"])", quoted, text)
@@ -398,6 +415,10 @@ def check(root: Path, pending: dict[str, str], files: list[str]) -> list[str]:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
+        if KEEP_FILE in text:
+            continue
+        orig = text
+        text = "".join(line if KEEP not in line else "\n" for line in text.splitlines(keepends=True))
         for m in dotted.finditer(text):
             parts = m.group(1).split(".")[1:]
             first = parts[0]
@@ -421,7 +442,7 @@ def check(root: Path, pending: dict[str, str], files: list[str]) -> list[str]:
                 line = text.count("\n", 0, m.start()) + 1
                 problems.append(f"{rel}:{line}: still names {PACKAGE}/{m.group(1)}.py")
         if rel.endswith(".py"):
-            problems += _unresolved(rel, text, modules)
+            problems += _unresolved(rel, orig, modules)
     return problems
 
 
@@ -446,8 +467,11 @@ def _unresolved(rel: str, text: str, modules: set[str | None]) -> list[str]:
     except SyntaxError as exc:
         return [f"{rel}:{exc.lineno}: does not parse after the rewrite: {exc.msg}"]
     mod = module_of(rel)
+    lines = text.splitlines()
     out = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and any(KEEP in lines[i] for i in range(node.lineno - 1, node.end_lineno or 0)):
+            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names if a.name.split(".")[0] == PACKAGE]
         elif isinstance(node, ast.ImportFrom):
@@ -503,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
                 text = path.read_text(encoding="utf-8")
             except (UnicodeDecodeError, OSError):
                 continue  # binary
+            if KEEP_FILE in text:
+                print(f"left whole ({KEEP_FILE}): {rel}")
+                continue
             new = rewrite_imports(text, rel, pending, modules) if rel.endswith(".py") else text
             new = rewrite_text(new, pending, log, rel).replace(_SENTINEL, PACKAGE)
             if new != text:
