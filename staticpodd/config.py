@@ -503,7 +503,7 @@ def load_config(
         )
     version = data.get("kubernetes_version")
     if version is not None:  # the schema checks the form; only the validator knows its minors
-        from .validate.context import parse_version
+        from .resources import parse_version
 
         try:
             parse_version(str(version))

@@ -3,7 +3,7 @@
 :class:`DecodeProblem` (one reason the bytes are not a readable manifest), :class:`Decoded`
 (what :func:`staticpodd.decoding.decode` returns: the document the kubelet would get, its
 positions and staticpodd's notes) and :class:`Manifest` (one parsed Pod, what
-:func:`staticpodd.manifest.parse_manifest` returns), with :func:`too_large` and the two byte
+:func:`staticpodd.validate.identity.parse_manifest` returns), with :func:`too_large` and the two byte
 limits. Shared by the YAML and JSON decoders and by ``staticpodd.validate``; imports neither.
 """
 

@@ -4,6 +4,12 @@ apimachinery ``util/yaml.ToJSON``: a file whose first non-space character is ``{
 strict JSON decoder (:mod:`staticpodd.jsondecode`), anything else through sigs.k8s.io/yaml
 (:mod:`staticpodd.yamldecode`). docs/kubelet-contract.md "How a file is decoded"; upstream
 ``pkg/kubelet/config/common.go`` ``tryDecodeSinglePod``. Pure; no I/O.
+
+The decoder's other modules: :mod:`staticpodd.positions` (field paths, ``file:line:column``),
+:mod:`staticpodd.decoded` (DecodeProblem, Decoded, Manifest, size limits),
+:mod:`staticpodd.yamlresolve` (go-yaml v2's scalar resolver). The identity check that turns a
+decoded document into a pod (one ``apiVersion: v1``, ``kind: Pod`` with a name) is the validator's
+first layer, :mod:`staticpodd.validate.identity` (with ``parse_manifest``); nothing here imports it.
 """
 
 from __future__ import annotations
@@ -125,3 +131,25 @@ def on_a_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
+
+
+def pod_identity(data: bytes) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the Pod in ``data``, or None when it is not a parseable v1 Pod.
+
+    Cheap: decoding only, no schema. Namespace defaults to ``"default"`` (docs/kubelet-contract.md
+    "How a file is decoded").
+    """
+    try:
+        doc = decode(data, max_bytes=KUBELET_MAX_BYTES).doc
+    except DecodeProblem:
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "Pod" or doc.get("apiVersion") != "v1":
+        return None
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) and ns else "default", name)

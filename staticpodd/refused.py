@@ -23,7 +23,7 @@ from __future__ import annotations
 from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
 from staticpodd.validate.identity import DECODE_CODES
 
-__all__ = ["DECODE_CODES", "KUBELET_MAX_BYTES", "kubelet_refuses"]
+__all__ = ["kubelet_refuses"]
 
 
 def kubelet_refuses(data: bytes) -> str | None:

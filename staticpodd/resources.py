@@ -1,4 +1,5 @@
-"""Where the shipped data files are, and the validator's identity; stdlib only, cheap to import.
+"""Where the shipped data files are, which Kubernetes minors they cover, and the validator's identity;
+stdlib only, cheap to import.
 
 JSON Schemas (``pod-1.NN.json``, ``staticpodd-config.schema.json``) are looked for, in order:
 ``$STATICPODD_SCHEMAS`` (or the older ``$STATICPODD_SCHEMA_DIR``), the source tree's ``schemas/``
@@ -14,6 +15,22 @@ import sys
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
+
+SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
+"""Kubernetes minors we ship Pod schemas for (oldest first); the newest is the default."""
+DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
+
+
+def parse_version(text: str) -> str:
+    """Normalise ``1.NN`` / ``v1.NN`` / ``1.NN.P`` to ``"1.NN"``; raises ValueError if unsupported."""
+    t = text.strip().lstrip("v")
+    parts = t.split(".")
+    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit():
+        raise ValueError(f"not a Kubernetes version: {text!r} (expected 1.NN)")
+    v = f"1.{int(parts[1])}"
+    if v not in SUPPORTED_VERSIONS:
+        raise ValueError(f"Kubernetes {v} is not supported; choose one of {', '.join(SUPPORTED_VERSIONS)}")
+    return v
 
 
 def schema_dirs() -> list[Path]:
@@ -43,11 +60,18 @@ def find_schema(name: str) -> Path:
 _validator_id: str | None = None
 
 
-_DECODER = ("manifest.py", "positions.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py",
-            "jsondecode.py", "hostclaims.py")
-"""The decoder's modules, hashed into the validator id: what was ``manifest.py`` before the split
-it, and the JSON decoder (a change to either must invalidate cached verdicts); and ``hostclaims.py``,
-the host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
+_DECODER = (
+    "positions.py",
+    "decoded.py",
+    "decoding.py",
+    "yamldecode.py",
+    "yamlresolve.py",
+    "jsondecode.py",
+    "hostclaims.py",
+)
+"""The modules outside ``validate/`` whose change must invalidate cached verdicts, hashed into the
+validator id (paths under the package): the YAML and JSON decoders, and ``hostclaims.py``, the
+host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
 
 
 def validator_id() -> str:

@@ -700,7 +700,7 @@ class VersionStore:
             )
 
     def sigs(self) -> dict[str, str]:
-        """Stat signature (``staticpodd.engine._stat_sig`` as text) of each path whose observed
+        """Stat signature (``staticpodd.engine.fsfacts._stat_sig`` as text) of each path whose observed
         bytes were read with that stat: a full scan need not read such a file again while its
         stat is unchanged. Writing a path's observed state (:meth:`set_observed`) clears it."""
         if self._old_schema:

@@ -34,7 +34,7 @@ def heartbeat(layout: Any) -> dict[str, Any]:
     pid = hb.get("pid")
     alive = daemon_holds_pidfile(layout)
     if alive is None:  # no pid file to ask (an older daemon): fall back to the pid
-        from ..engine import pid_alive
+        from ..engine.fsfacts import pid_alive
 
         alive = isinstance(pid, int) and hb.get("state") != "stopped" and pid_alive(pid)
     age = time.time() - st.st_mtime

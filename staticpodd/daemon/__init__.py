@@ -19,10 +19,10 @@ wake-up fd (``signal.set_wakeup_fd``) makes the loop notice them at once.
   once (not after its debounce), then ``STOPPING=1``, DAEMON_STOPPING, exit 0.
 
 The heartbeat ``/run/staticpodd/daemon.json`` (``Layout.heartbeat_path``) is rewritten
-atomically on every loop; ``staticpodctl status`` reads it (see :func:`read_heartbeat`).
+atomically on every loop; ``staticpodctl status`` reads it (see :func:`staticpodd.daemon.heartbeat.read_heartbeat`).
 
-The package's modules (each imports only its siblings below it; this file re-exports the names
-``staticpodd.daemon`` always offered):
+The package's modules (each imports only its siblings below it; this file offers
+:class:`Daemon`, ``build_parser`` (the man page) and ``main`` (the console script)):
 
 - ``command``: the ``staticpodd`` parser and ``main`` (the console script; ``python -m staticpodd.daemon``).
 - ``control``: ``staticpodd --reload`` from outside (find the daemon, SIGHUP, wait).
@@ -43,28 +43,7 @@ The package's modules (each imports only its siblings below it; this file re-exp
 
 from __future__ import annotations
 
-from .base import HOLD_RECHECK, LOCK_WAIT_MAX, PID_FILE, RETRY_DELAY
-from .bgjournal import BackgroundJournal
 from .command import build_parser, main
-from .control import bind_textfile_dir, reload_running
-from .heartbeat import HEARTBEAT_FORMAT, HEARTBEAT_INTERVAL, read_heartbeat, write_heartbeat
 from .lifecycle import Daemon
-from .options import validate_options
 
-__all__ = [
-    "HEARTBEAT_FORMAT",
-    "HEARTBEAT_INTERVAL",
-    "HOLD_RECHECK",
-    "LOCK_WAIT_MAX",
-    "PID_FILE",
-    "RETRY_DELAY",
-    "BackgroundJournal",
-    "Daemon",
-    "bind_textfile_dir",
-    "build_parser",
-    "main",
-    "read_heartbeat",
-    "reload_running",
-    "validate_options",
-    "write_heartbeat",
-]
+__all__ = ["Daemon", "build_parser", "main"]

@@ -30,7 +30,7 @@ def validate_options(config: Config) -> Any:
     version = config.kubernetes_version
     if version is not None:
         try:
-            from ..validate.context import parse_version
+            from ..resources import parse_version
 
             version = parse_version(version)
         except ImportError:

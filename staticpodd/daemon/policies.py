@@ -309,7 +309,7 @@ class PlanMixin(QuietMixin):
             return []
         if not self.layout.manifest_dir.is_dir():
             return []
-        from ..engine import is_utf8_name
+        from ..engine.fsfacts import is_utf8_name
         from .findings import findings_key
 
         options = self._validate_options()

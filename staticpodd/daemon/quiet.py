@@ -63,7 +63,7 @@ class QuietMixin(WriterHoldsMixin):
         """What of the store and the process table a full pass depends on, besides the files:
         commits (ours and others'), the recorded intents and whether their processes live, the
         names the engine cannot track, and the configuration generation. None on any error."""
-        from ..engine import pid_alive
+        from ..engine.fsfacts import pid_alive
 
         try:
             store = self.engine.store

@@ -128,7 +128,7 @@ class StatusMixin(DaemonBase):
         the liveness of the processes behind recorded intents. An idle rescan of a large node
         then reads no file a second time."""
         from ..dirprint import fingerprint
-        from ..engine import pid_alive
+        from ..engine.fsfacts import pid_alive
         from .findings import hashed
 
         store = self.engine.store

@@ -34,67 +34,27 @@ import importlib
 _LAZY = {
     "Engine": ".full",
     "Reader": ".reader",
-    "ERR": "..journal",
-    "PRIVATE_DIRNAME": "..layout",
-    "EngineCore": ".core",
-    "GateCore": ".gate",
-    "ParkVerbs": ".park",
-    "PortsCore": ".hostports",
-    "QueryVerbs": ".query",
-    "RecoverVerbs": ".recover",
-    "ScanVerbs": ".scan",
-    "SwapVerbs": ".swap",
-    "_COMPONENT_NAME": ".swap",
+    "Actor": ".model",
+    "Change": ".model",
+    "Result": ".model",
+    "Target": ".model",
+    "parse_duration": ".model",
 }
-for _name in ("_RACY_NS", "_is_tool_tempfile", "_regular_files", "_sig_text", "_stat_sig", "is_utf8_name",
-              "pid_alive", "wanted_all"):
-    _LAZY[_name] = ".fsfacts"
-for _name in ("_DURATION_UNITS", "EXTERNAL", "Actor", "Change", "Result", "Target", "parse_duration", "split_at",
-              "unified_diff", "OpWarning", "_human_duration", "_mode_dict", "_q"):
-    _LAZY[_name] = ".model"
-del _name
 
 TYPE_CHECKING = False  # mypy sees the names as plain imports; at run time they come from __getattr__
 if TYPE_CHECKING:
-    from ..journal import ERR as ERR
-    from ..layout import PRIVATE_DIRNAME as PRIVATE_DIRNAME
-    from .core import EngineCore as EngineCore
-    from .fsfacts import _RACY_NS as _RACY_NS
-    from .fsfacts import _is_tool_tempfile as _is_tool_tempfile
-    from .fsfacts import _regular_files as _regular_files
-    from .fsfacts import _sig_text as _sig_text
-    from .fsfacts import _stat_sig as _stat_sig
-    from .fsfacts import is_utf8_name as is_utf8_name
-    from .fsfacts import pid_alive as pid_alive
-    from .fsfacts import wanted_all as wanted_all
     from .full import Engine as Engine
-    from .gate import GateCore as GateCore
-    from .hostports import PortsCore as PortsCore
-    from .model import _DURATION_UNITS as _DURATION_UNITS
-    from .model import EXTERNAL as EXTERNAL
     from .model import Actor as Actor
     from .model import Change as Change
-    from .model import OpWarning as OpWarning
     from .model import Result as Result
     from .model import Target as Target
-    from .model import _human_duration as _human_duration
-    from .model import _mode_dict as _mode_dict
-    from .model import _q as _q
     from .model import parse_duration as parse_duration
-    from .model import split_at as split_at
-    from .model import unified_diff as unified_diff
-    from .park import ParkVerbs as ParkVerbs
-    from .query import QueryVerbs as QueryVerbs
     from .reader import Reader as Reader
-    from .recover import RecoverVerbs as RecoverVerbs
-    from .scan import ScanVerbs as ScanVerbs
-    from .swap import _COMPONENT_NAME as _COMPONENT_NAME
-    from .swap import SwapVerbs as SwapVerbs
 
 
 def __getattr__(name: str) -> object:
-    """``from staticpodd.engine import X`` for every name this package ever exported, imported when
-    first asked for. Raises AttributeError for any other name."""
+    """``from staticpodd.engine import X`` for the package's public names (:data:`__all__`), imported
+    when first asked for. Raises AttributeError for any other name."""
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -115,8 +75,4 @@ __all__ = [
     "Result",
     "Target",
     "parse_duration",
-    "split_at",
-    "unified_diff",
-    "ERR",
-    "PRIVATE_DIRNAME",
 ]

@@ -213,7 +213,7 @@ class GateCore(EngineCore):
         if cached is not None:
             ns, name = cached
             return (ns, name) if ns is not None and name is not None else None
-        from ..manifest import pod_identity
+        from ..decoding import pod_identity
 
         ident = pod_identity(data)
         if self._lock.held:

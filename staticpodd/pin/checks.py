@@ -8,7 +8,7 @@ words (``reason``, ``message``):
 
 - resources (``OutOfcpu``, ``OutOfmemory``, ``OutOfpods``): ``Node didn't have enough resource:
   cpu, requested: 32000, used: 950, capacity: 2000`` -- the pod's requests (requests, else limits;
-  init containers and sidecars: :func:`staticpodd.validate.nodefit.pod_requests`, the rule the
+  init containers and sidecars: :func:`staticpodd.validate.podfacts.pod_requests`, the rule the
   static pod check uses) against the Node's ``status.allocatable`` minus the requests of the pods
   already bound to it and not finished; cpu in millicores, memory in bytes; a resource is checked
   only when the pod requests some of it (noderesources ``fitsRequest``). An API pod is not
@@ -26,7 +26,7 @@ required pod affinity and anti-affinity, ``topologySpreadConstraints`` with
 
 from __future__ import annotations
 
-from ..validate.nodefit import pod_requests
+from ..validate.podfacts import pod_requests
 from ..validate.quantity import cpu_millis, memory_bytes, parse_quantity
 
 TYPE_CHECKING = False

@@ -123,7 +123,7 @@ def _decode(data: bytes | None) -> dict[str, Any] | None:
     if data is None:
         return None
     try:
-        from ..manifest import decode
+        from ..decoding import decode
 
         doc = decode(data).doc
     except Exception:  # noqa: BLE001 - any undecodable bytes: no document

@@ -6,7 +6,7 @@ schemas load once per process, lazily, on the first validation that needs them.
 
 Layers (each rule cites its source in its docstring):
 
-1. reading like the kubelet -- :func:`staticpodd.manifest.decode`
+1. reading like the kubelet -- :func:`staticpodd.decoding.decode`
 2. kind and identity -- :mod:`staticpodd.validate.identity`
 3. schema (core/v1 Pod per Kubernetes minor) -- :mod:`staticpodd.validate.schema`
 4. what the kubelet refuses from static pods, and ValidatePodCreate -- :mod:`.podrules`
@@ -29,9 +29,10 @@ from pathlib import Path
 from staticpodd.decoded import DecodeProblem, Manifest
 from staticpodd.decoding import decode
 from staticpodd.errors import InvalidManifest
-from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS, Context, Options, parse_version
+from staticpodd.resources import DEFAULT_VERSION, SUPPORTED_VERSIONS, parse_version
+from staticpodd.validate.context import Context, Options
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
-from staticpodd.validate.identity import DECODE_CODES, identity_findings
+from staticpodd.validate.identity import DECODE_CODES, identity_findings, problem_finding
 from staticpodd.validate.verdict import Verdict, kubelet_refused, kubelet_refuses, strictness_only, verdict
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -80,31 +81,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def _problem_finding(problem: DecodeProblem, path: str) -> Finding:
-    return Finding(
-        problem.code,
-        "error",
-        path,
-        problem.line,
-        problem.column,
-        problem.field,
-        problem.message,
-        problem.hint,
-        problem.kubelet,
-    )
-
-
 def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list[Finding]]:
     try:
         decoded = decode(data, max_bytes=options.max_bytes)
     except DecodeProblem as problem:
-        found = [_problem_finding(problem, path)]
+        found = [problem_finding(problem, path)]
         if problem.code != "too-large" and len(data) > options.max_bytes:
             from staticpodd.decoded import too_large
 
-            found.insert(0, _problem_finding(too_large(len(data), options.max_bytes), path))
+            found.insert(0, problem_finding(too_large(len(data), options.max_bytes), path))
         return None, {}, found
-    findings: list[Finding] = [_problem_finding(n, path) for n in decoded.notes]
+    findings: list[Finding] = [problem_finding(n, path) for n in decoded.notes]
     if decoded.encoding != "utf-8":
         findings.append(
             Finding(

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``validate`` verb to an argparse ``subparsers`` object; returns its parser."""
-    from staticpodd.validate.context import DEFAULT_VERSION, SUPPORTED_VERSIONS
+    from staticpodd.resources import DEFAULT_VERSION, SUPPORTED_VERSIONS
 
     p = subparsers.add_parser(
         "validate",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from staticpodd.decoded import DEFAULT_MAX_BYTES
+from staticpodd.resources import DEFAULT_VERSION
 from staticpodd.validate.findings import Finding, make
 
 from ..record import FrozenRecord, Record
@@ -12,11 +13,6 @@ from ..record import FrozenRecord, Record
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any, Final
-
-SUPPORTED_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
-"""Kubernetes minors we ship Pod schemas for (oldest first); the newest is the default."""
-DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
-
 
 class Options(FrozenRecord):
     """How to validate.
@@ -70,18 +66,6 @@ class Options(FrozenRecord):
     def minor(self) -> int:
         """The minor number of ``kubernetes_version`` (``"1.34"`` -> 34)."""
         return int(self.kubernetes_version.split(".")[1])
-
-
-def parse_version(text: str) -> str:
-    """Normalise ``1.NN`` / ``v1.NN`` / ``1.NN.P`` to ``"1.NN"``; raises ValueError if unsupported."""
-    t = text.strip().lstrip("v")
-    parts = t.split(".")
-    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit():
-        raise ValueError(f"not a Kubernetes version: {text!r} (expected 1.NN)")
-    v = f"1.{int(parts[1])}"
-    if v not in SUPPORTED_VERSIONS:
-        raise ValueError(f"Kubernetes {v} is not supported; choose one of {', '.join(SUPPORTED_VERSIONS)}")
-    return v
 
 
 class Context(Record):

@@ -157,7 +157,7 @@ def _judge_file(name: str, display: str, data: bytes, options: Options, validate
 
 
 def _too_large_finding(size: int, display: str, options: Options) -> Finding:
-    """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.manifest.too_large`)."""
+    """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.decoded.too_large`)."""
     from staticpodd.decoded import too_large
 
     problem = too_large(size, options.max_bytes)

@@ -7,8 +7,11 @@ validated with pkg/apis/core/validation/validation.go ``ValidatePodCreate``).
 
 from __future__ import annotations
 
+import hashlib
 import re
 
+from staticpodd.decoded import DEFAULT_MAX_BYTES, DecodeProblem, Manifest
+from staticpodd.errors import InvalidManifest
 from staticpodd.positions import locate
 from staticpodd.validate.findings import Finding, make
 
@@ -293,3 +296,66 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
                     )
                 )
     return out
+
+
+def problem_finding(problem: DecodeProblem, path: str) -> Finding:
+    """The error :class:`Finding` for a :class:`~staticpodd.decoded.DecodeProblem` in ``path``."""
+    return Finding(
+        code=problem.code,
+        severity="error",
+        path=path,
+        line=problem.line,
+        column=problem.column,
+        field=problem.field,
+        message=problem.message,
+        hint=problem.hint,
+        kubelet=problem.kubelet,
+    )
+
+
+def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Manifest:
+    """Parse ``data`` (the bytes of the file at ``path``) into a :class:`Manifest`.
+
+    Reads like the kubelet (:func:`staticpodd.decoding.decode`) and checks it is one ``apiVersion: v1``,
+    ``kind: Pod`` with a ``metadata.name``; staticpodd's strictness (:attr:`Decoded.notes`:
+    duplicate keys, later documents, size) is refused too. ``path`` is only used in messages.
+    Raises :class:`staticpodd.errors.InvalidManifest` whose ``findings`` hold the reasons,
+    with ``path``/``line``/``column``/``field`` of the first.
+    """
+    from staticpodd.decoding import decode
+
+    try:
+        decoded = decode(data, max_bytes=max_bytes)
+    except DecodeProblem as problem:
+        finding = problem_finding(problem, path)
+        raise InvalidManifest(
+            problem.message,
+            findings=[finding],
+            path=path,
+            line=problem.line,
+            column=problem.column,
+            field=problem.field,
+            hint=problem.hint,
+        ) from None
+    errors = [problem_finding(n, path) for n in decoded.notes]
+    errors += identity_findings(decoded.doc, decoded.positions, path)
+    if errors:
+        first = errors[0]
+        raise InvalidManifest(
+            first.message,
+            findings=errors,
+            path=path,
+            line=first.line,
+            column=first.column,
+            field=first.field,
+            hint=first.hint,
+        )
+    doc = decoded.doc
+    meta = doc["metadata"]
+    return Manifest(
+        doc=doc,
+        name=meta["name"],
+        namespace=meta.get("namespace") or "default",
+        digest=hashlib.sha256(data).hexdigest(),
+        positions=decoded.positions,
+    )

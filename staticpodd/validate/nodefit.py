@@ -13,7 +13,7 @@ a set of pods to preempt: no set of running pods found to reclaim resources: [(r
 (docs/kubelet-contract.md "What the kubelet refuses"; the seed lesson's ``toobig.yaml``). Other static pods
 are critical too and never preempted, so the pods of the directory count as used.
 The codes keep their names (``out-of-cpu``, ``out-of-memory``: part of the ``--json`` contract).
-Requests: component-helpers resource.PodRequests (init containers and sidecars).
+Requests: :func:`staticpodd.validate.podfacts.pod_requests` (component-helpers resource.PodRequests).
 """
 
 from __future__ import annotations
@@ -21,13 +21,10 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from staticpodd.validate.context import Context, Options, as_dict, as_list
+from staticpodd.validate.context import Context, Options, as_dict
 from staticpodd.validate.findings import Finding, make
+from staticpodd.validate.podfacts import PodFacts, pod_requests, request_field
 from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
-
-TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
-if TYPE_CHECKING:
-    from staticpodd.validate.podfacts import PodFacts
 
 
 @lru_cache(maxsize=1)
@@ -131,48 +128,6 @@ def node_capacity(options: Options) -> tuple[int | None, int | None]:
     return cpu, mem
 
 
-def _container_requests(c: dict) -> tuple[int, int]:
-    res = as_dict(c.get("resources"))
-    req = as_dict(res.get("requests"))
-    lim = as_dict(res.get("limits"))
-    out = []
-    for name, conv in (("cpu", cpu_millis), ("memory", memory_bytes)):
-        raw = req.get(name, lim.get(name))  # requests default to limits (SetDefaults_Pod)
-        q = parse_quantity(raw) if raw is not None else None
-        out.append(conv(q) if q is not None and q > 0 else 0)
-    return out[0], out[1]
-
-
-def pod_requests(spec: dict) -> tuple[int, int]:
-    """Effective (cpu millicores, memory bytes) the scheduler counts for a pod spec.
-
-    max(sum of containers + sidecars, max over init containers of (init + sidecars started
-    before it)), plus ``overhead``. Source: k8s.io/component-helpers/resource PodRequests.
-    """
-    total = [0, 0]
-    for c in as_list(spec.get("containers")):
-        r = _container_requests(as_dict(c))
-        total = [total[0] + r[0], total[1] + r[1]]
-    sidecars = [0, 0]
-    init_max = [0, 0]
-    for c in as_list(spec.get("initContainers")):
-        c = as_dict(c)
-        r = _container_requests(c)
-        if c.get("restartPolicy") == "Always":
-            sidecars = [sidecars[0] + r[0], sidecars[1] + r[1]]
-            total = [total[0] + r[0], total[1] + r[1]]
-            init_max = [max(init_max[0], sidecars[0]), max(init_max[1], sidecars[1])]
-        else:
-            init_max = [max(init_max[0], r[0] + sidecars[0]), max(init_max[1], r[1] + sidecars[1])]
-    out = [max(total[0], init_max[0]), max(total[1], init_max[1])]
-    overhead = as_dict(spec.get("overhead"))
-    for i, (name, conv) in enumerate((("cpu", cpu_millis), ("memory", memory_bytes))):
-        q = parse_quantity(overhead.get(name)) if name in overhead else None
-        if q is not None and q > 0:
-            out[i] += conv(q)
-    return out[0], out[1]
-
-
 def _message(resource: str, requested: int, used: int, allocatable: int, options: Options) -> str:
     missing = requested + used - allocatable
     cap = node_capacity(options)[0 if resource == "cpu" else 1]
@@ -220,17 +175,6 @@ def _show(resource: str, value: int) -> str:
     if abs(value) < 2**30:
         return f"{value / 2**20:.0f}Mi memory"
     return f"{value / 2**30:.2f}Gi memory"
-
-
-def request_field(spec: dict, resource: str) -> str | None:
-    """Field path of the first request (else limit) of ``resource`` in a pod spec; ``spec`` when none."""
-    for key in ("containers", "initContainers"):
-        for i, c in enumerate(as_list(spec.get(key))):
-            res = as_dict(as_dict(c).get("resources"))
-            for kind in ("requests", "limits"):
-                if resource in as_dict(res.get(kind)):
-                    return f"spec.{key}[{i}].resources.{kind}.{resource}"
-    return "spec"
 
 
 def directory_fit(pods: dict[tuple[str, str], list[PodFacts]], options: Options) -> list[Finding]:

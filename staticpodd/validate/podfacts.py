@@ -149,11 +149,68 @@ def doc_claims(doc: object) -> tuple[tuple[str, str], list[tuple[str, int, str, 
     return pod_key(doc), host_ports(doc)
 
 
+def _container_requests(c: dict) -> tuple[int, int]:
+    from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
+
+    res = as_dict(c.get("resources"))
+    req = as_dict(res.get("requests"))
+    lim = as_dict(res.get("limits"))
+    out = []
+    for name, conv in (("cpu", cpu_millis), ("memory", memory_bytes)):
+        raw = req.get(name, lim.get(name))  # requests default to limits (SetDefaults_Pod)
+        q = parse_quantity(raw) if raw is not None else None
+        out.append(conv(q) if q is not None and q > 0 else 0)
+    return out[0], out[1]
+
+
+def pod_requests(spec: dict) -> tuple[int, int]:
+    """Effective (cpu millicores, memory bytes) the scheduler counts for a pod spec.
+
+    max(sum of containers + sidecars, max over init containers of (init + sidecars started
+    before it)), plus ``overhead``. Source: k8s.io/component-helpers/resource PodRequests.
+    """
+    from staticpodd.validate.quantity import cpu_millis, memory_bytes, parse_quantity
+
+    total = [0, 0]
+    for c in as_list(spec.get("containers")):
+        r = _container_requests(as_dict(c))
+        total = [total[0] + r[0], total[1] + r[1]]
+    sidecars = [0, 0]
+    init_max = [0, 0]
+    for c in as_list(spec.get("initContainers")):
+        c = as_dict(c)
+        r = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            sidecars = [sidecars[0] + r[0], sidecars[1] + r[1]]
+            total = [total[0] + r[0], total[1] + r[1]]
+            init_max = [max(init_max[0], sidecars[0]), max(init_max[1], sidecars[1])]
+        else:
+            init_max = [max(init_max[0], r[0] + sidecars[0]), max(init_max[1], r[1] + sidecars[1])]
+    out = [max(total[0], init_max[0]), max(total[1], init_max[1])]
+    overhead = as_dict(spec.get("overhead"))
+    for i, (name, conv) in enumerate((("cpu", cpu_millis), ("memory", memory_bytes))):
+        q = parse_quantity(overhead.get(name)) if name in overhead else None
+        if q is not None and q > 0:
+            out[i] += conv(q)
+    return out[0], out[1]
+
+
+def request_field(spec: dict, resource: str) -> str | None:
+    """Field path of the first request (else limit) of ``resource`` in a pod spec; ``spec`` when none."""
+    for key in ("containers", "initContainers"):
+        for i, c in enumerate(as_list(spec.get(key))):
+            res = as_dict(as_dict(c).get("resources"))
+            for kind in ("requests", "limits"):
+                if resource in as_dict(res.get(kind)):
+                    return f"spec.{key}[{i}].resources.{kind}.{resource}"
+    return "spec"
+
+
 class PodFacts(FrozenRecord):
     """One file's pod for the checks across files. ``display``: the path as shown; ``key``:
     (namespace, name); ``ports``: (protocol, port, hostIP, field) it claims (:func:`host_ports`);
     ``requests``: (cpu millicores, memory bytes) the scheduler counts
-    (:func:`staticpodd.validate.nodefit.pod_requests`); ``request_fields``: the field paths of its
+    (:func:`pod_requests`); ``request_fields``: the field paths of its
     cpu and memory requests; ``located``: field path -> (line, column) for ``metadata.name``, the
     port fields and the request fields (what those checks' findings point at)."""
 
@@ -177,8 +234,6 @@ class PodFacts(FrozenRecord):
 
 def pod_facts(display: str, doc: dict, positions: dict) -> PodFacts:
     """The :class:`PodFacts` of a decoded Pod ``doc`` (``metadata.name`` set) read from ``display``."""
-    from staticpodd.validate.nodefit import pod_requests, request_field
-
     spec = as_dict(doc.get("spec"))
     ports = tuple(host_ports(doc))
     fields = (request_field(spec, "cpu"), request_field(spec, "memory"))

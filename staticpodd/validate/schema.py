@@ -25,7 +25,8 @@ from functools import cache
 from pathlib import Path
 
 from staticpodd.positions import join_path
-from staticpodd.validate.context import DEFAULT_VERSION, Context
+from staticpodd.resources import DEFAULT_VERSION
+from staticpodd.validate.context import Context
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:

@@ -325,7 +325,7 @@ def upgrade_figures(tmp: Path, versions: int, ref: str, schema: int) -> str:
     subprocess.run(["tar", "-x", "-C", str(old)], input=arch.stdout, check=True)
     path = tmp / f"v{schema}" / "versions.sqlite3"
     code = (
-        "import sys; from pathlib import Path; from staticpodd.store import VersionStore, SCHEMA_VERSION\n"
+        "import sys; from pathlib import Path; from staticpodd.store import VersionStore, SCHEMA_VERSION\n"  # regroup: keep (the older code's module)
         f"assert SCHEMA_VERSION == {schema}, SCHEMA_VERSION\n"
         f"s = VersionStore(Path({str(path)!r}))\n"
         f"base = Path({str(CORPUS / '03-zetaoss-kubeadm-kube-scheduler.yaml')!r}).read_bytes()\n"

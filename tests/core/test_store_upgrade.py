@@ -264,7 +264,7 @@ def test_an_upgrade_killed_midway_leaves_the_schema_3_store_usable(v3_store: Pat
         old = tmp_path / "old-code"
         old.mkdir()
         subprocess.run(["tar", "-x", "-C", str(old)], input=arch.stdout, check=True)
-        read = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore, SCHEMA_VERSION\n"
+        read = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore, SCHEMA_VERSION\n"  # regroup: keep (the older code's module)
                 "assert SCHEMA_VERSION == 3\n"
                 "s = VersionStore(Path(sys.argv[1])); v = s.head('etcd'); print(v.seq, len(s.data(v.digest)))\n")
         got = subprocess.run([sys.executable, "-c", read, str(v3_store)], capture_output=True, text=True,
@@ -330,7 +330,7 @@ def test_the_daemons_directory_findings_go_into_a_store_from_before_their_table_
     if arch.returncode == 0:  # a git checkout: the store is written by the code from before the table
         old.mkdir()
         subprocess.run(["tar", "-x", "-C", str(old)], input=arch.stdout, check=True)
-        write = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore\n"
+        write = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore\n"  # regroup: keep (the older code's module)
                  "s = VersionStore(Path(sys.argv[1])); s.record('etcd', 'etcd.yaml', b'one\\n', action='apply', "
                  "actor='root'); s.close()\n")
         subprocess.run([sys.executable, "-c", write, str(path)], check=True, env=env, cwd=tmp_path)
@@ -350,7 +350,7 @@ def test_the_daemons_directory_findings_go_into_a_store_from_before_their_table_
     finally:
         store.close()
     if arch.returncode == 0:
-        read = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore\n"
+        read = ("import sys; from pathlib import Path; from staticpodd.store import VersionStore\n"  # regroup: keep (the older code's module)
                 "s = VersionStore(Path(sys.argv[1])); v = s.record('etcd', 'etcd.yaml', b'two\\n', action='apply', "
                 "actor='root'); print(v.seq, s.data(s.head('etcd').digest).decode().strip()); s.close()\n")
         got = subprocess.run([sys.executable, "-c", read, str(path)], capture_output=True, text=True, env=env,

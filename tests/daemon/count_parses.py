@@ -9,7 +9,7 @@ writer's close, how many modules were imported since the close was looked at
 (``imported-before-rename N``).
 
 The counters wrap the module-level functions before anything else imports them, so every
-``from .manifest import …`` in the daemon binds to the counting wrapper.
+``from .decoding import …`` in the daemon binds to the counting wrapper.
 """
 
 from __future__ import annotations

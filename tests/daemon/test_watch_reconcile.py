@@ -249,7 +249,7 @@ def test_the_background_journal_keeps_order_and_flushes_on_close(tmp_path):
     """Entries go to the real journald through the writer thread, in order, all of them."""
     from daemon_harness import journal
 
-    from staticpodd.daemon import BackgroundJournal
+    from staticpodd.daemon.bgjournal import BackgroundJournal
 
     root = str(tmp_path / "bg-journal-root")
     j = BackgroundJournal("staticpodd", root)

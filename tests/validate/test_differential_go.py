@@ -27,7 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from staticpodd.manifest import DecodeProblem, decode, json_prefixed
+from staticpodd.decoded import DecodeProblem
+from staticpodd.decoding import decode, json_prefixed
 
 HERE = Path(__file__).resolve().parent
 # Go modules and build cache shared with tests/e2e/build-binaries (kept outside the clone)
