@@ -178,6 +178,9 @@ def plan(root: Path) -> tuple[dict[str, str], list[str], list[str]]:
             notes.append(f"already moved: {PACKAGE}/{old}.py -> {dst.relative_to(root)}")
         else:
             notes.append(f"gone from the tree, skipped: {PACKAGE}/{old}.py")
+    for pkg_name in sorted({n.split(".")[0] for n in MOVES.values()}):
+        if (pkg / f"{pkg_name}.py").exists() and f"{PACKAGE}.{pkg_name}" not in pending:
+            raise Problem(f"{PACKAGE}/{pkg_name}.py would be shadowed by the package {PACKAGE}/{pkg_name}/")
     unknown = sorted(
         p.stem for p in pkg.glob("*.py") if p.stem not in MOVES and p.stem not in STAY
     )
@@ -227,10 +230,9 @@ def relative(from_package: str, target: str) -> tuple[int, str]:
 _FROM = re.compile(r"from(\s+)(\.*\s*[\w.]*)(\s+)import\b")
 
 
-def rewrite_imports(text: str, rel: str, pending: dict[str, str], modules: set[str]) -> str:
+def rewrite_imports(text: str, rel: str, pending: dict[str, str]) -> str:
     """``text`` (a Python file at ``rel`` before the move) with every ``from`` import of a staticpodd
-    module pointed at its new place; relative imports are recomputed from the file's new package.
-    ``modules``: every dotted module and package of the tree before the move."""
+    module pointed at its new place; relative imports are recomputed from the file's new package."""
     old_mod = module_of(rel)
     is_init = rel.endswith("/__init__.py")
     old_pkg = new_pkg = PACKAGE
@@ -516,7 +518,6 @@ def main(argv: list[str] | None = None) -> int:
         for old, new in pending.items():
             print(f"move {old.replace('.', '/')}.py -> {new.replace('.', '/')}.py")
         files = [f for f in git(root, "ls-files", "-z").split("\0") if f]
-        modules = {m for m in (module_of(f) for f in files) if m}
         log: list[str] = []
         changed: dict[str, str] = {}
         for rel in files:
@@ -530,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
             if KEEP_FILE in text:
                 print(f"left whole ({KEEP_FILE}): {rel}")
                 continue
-            new = rewrite_imports(text, rel, pending, modules) if rel.endswith(".py") else text
+            new = rewrite_imports(text, rel, pending) if rel.endswith(".py") else text
             new = rewrite_text(new, pending, log, rel).replace(_SENTINEL, PACKAGE)
             if new != text:
                 changed[rel] = new
