@@ -75,6 +75,19 @@ class Sandbox:
         return out
 
 
+def wait_out_racy_window(monkeypatch, paths, seconds: float = 0.25) -> None:
+    """Narrow the scan's racy window (``staticpodd.engine.fsfacts._RACY_NS``, 2 s: a stat signature
+    is stored only for a file whose ctime is older than that) to ``seconds`` for this test, then
+    sleep until every file of ``paths`` is past it. For the tests of what the stored signatures
+    save, which need files past the window, not the window's size: the test that a file inside the
+    window is read again keeps the real one. The engine runs in-process (``eng``, ``ctl``)."""
+    from staticpodd.engine import scan
+
+    monkeypatch.setattr(scan, "_RACY_NS", int(seconds * 1e9))
+    newest = max(os.stat(p).st_ctime for p in paths)
+    time.sleep(max(0.0, newest + seconds + 0.05 - time.time()))
+
+
 def small_pod(name: str = "web", image: str = "nginx:1.27", namespace: str | None = None, extra: str = "") -> str:
     """A minimal valid static pod manifest (YAML)."""
     ns = f"  namespace: {namespace}\n" if namespace else ""

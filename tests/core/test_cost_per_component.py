@@ -8,7 +8,7 @@ import os
 import time
 
 import pytest
-from spd_testlib import small_pod
+from spd_testlib import small_pod, wait_out_racy_window
 
 from staticpodd import store as store_mod
 from staticpodd.engine import Actor, Engine
@@ -27,8 +27,7 @@ def eng(sandbox, monkeypatch):
         if p.is_file():
             os.utime(p, (old, old))
     e = Engine(Layout.build(sandbox.root), actor=Actor("t", 0), journal=Journal("staticpodctl", str(sandbox.root)))
-    newest = max(os.stat(p).st_ctime for p in sandbox.manifests.iterdir() if p.is_file())
-    time.sleep(max(0.0, newest + 2.1 - time.time()))  # past the racy window: signatures get stored
+    wait_out_racy_window(monkeypatch, [p for p in sandbox.manifests.iterdir() if p.is_file()])  # signatures stored
     with e.locked():
         e.scan(log=False)
     e.park("p05")
@@ -156,7 +155,7 @@ def test_a_port_claimed_by_an_unchanged_file_is_refused_from_its_memo(eng, sandb
     p09 = sandbox.write("p09.yaml", small_pod("p09", extra=ports))
     old = time.time() - 60
     os.utime(p09, (old, old))
-    time.sleep(max(0.0, os.stat(p09).st_ctime + 2.1 - time.time()))  # past the racy window
+    wait_out_racy_window(monkeypatch, [p09])
     with eng.locked():
         eng.scan(log=False)
     eng.apply(small_pod("p05", extra=ports.replace("8080", "9999")).encode(), source="p05.next.yaml",

@@ -9,7 +9,7 @@ import os
 import time
 
 import pytest
-from spd_testlib import small_pod
+from spd_testlib import small_pod, wait_out_racy_window
 
 from staticpodd import fsops
 from staticpodd.engine import Actor, Engine
@@ -37,13 +37,12 @@ def _reads(monkeypatch) -> list[str]:
     return seen
 
 
-def _wait_out_racy_window(sandbox) -> None:
-    newest = max(os.stat(p).st_ctime for p in sandbox.manifests.iterdir() if p.is_file())
-    time.sleep(max(0.0, newest + 2.1 - time.time()))
+def _wait_out_racy_window(sandbox, monkeypatch) -> None:
+    wait_out_racy_window(monkeypatch, [p for p in sandbox.manifests.iterdir() if p.is_file()])
 
 
 def test_a_full_rescan_of_unchanged_files_reads_none_of_them(eng, sandbox, monkeypatch) -> None:
-    _wait_out_racy_window(sandbox)
+    _wait_out_racy_window(sandbox, monkeypatch)
     with eng.locked():
         eng.scan(log=False)  # every file read once more after the racy window
     seen = _reads(monkeypatch)
@@ -53,7 +52,7 @@ def test_a_full_rescan_of_unchanged_files_reads_none_of_them(eng, sandbox, monke
 
 
 def test_new_bytes_with_the_old_size_and_mtime_are_still_seen(eng, sandbox, monkeypatch) -> None:
-    _wait_out_racy_window(sandbox)
+    _wait_out_racy_window(sandbox, monkeypatch)
     with eng.locked():
         eng.scan(log=False)
     p = sandbox.manifests / "p03.yaml"
@@ -68,8 +67,8 @@ def test_new_bytes_with_the_old_size_and_mtime_are_still_seen(eng, sandbox, monk
     assert eng.store.data(eng.store.head("p03").digest) == data
 
 
-def test_a_chmod_alone_is_seen(eng, sandbox) -> None:
-    _wait_out_racy_window(sandbox)
+def test_a_chmod_alone_is_seen(eng, sandbox, monkeypatch) -> None:
+    _wait_out_racy_window(sandbox, monkeypatch)
     with eng.locked():
         eng.scan(log=False)
     os.chmod(sandbox.manifests / "p04.yaml", 0o644)
@@ -89,7 +88,7 @@ def test_a_file_written_within_the_racy_window_is_read_again(eng, sandbox, monke
 
 
 def test_a_failed_scan_stores_no_signature(eng, sandbox, monkeypatch) -> None:
-    _wait_out_racy_window(sandbox)
+    _wait_out_racy_window(sandbox, monkeypatch)
     with eng.locked():
         eng.scan(log=False)
     before = eng.store.sigs()
@@ -97,7 +96,7 @@ def test_a_failed_scan_stores_no_signature(eng, sandbox, monkeypatch) -> None:
     sandbox.write("p06.yaml", small_pod("p06", image="nginx:1.30"))
     old = time.time() - 60
     os.utime(sandbox.manifests / "p06.yaml", (old, old))
-    time.sleep(2.1)
+    _wait_out_racy_window(sandbox, monkeypatch)
     monkeypatch.setattr(eng, "_log", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with eng.locked(), pytest.raises(RuntimeError):
         eng.scan()
@@ -110,12 +109,12 @@ def test_a_failed_scan_stores_no_signature(eng, sandbox, monkeypatch) -> None:
 
 
 def test_a_verb_on_an_unchanged_node_reads_only_the_file_it_changes(eng, sandbox, monkeypatch) -> None:
-    _wait_out_racy_window(sandbox)
+    _wait_out_racy_window(sandbox, monkeypatch)
     with eng.locked():
         eng.scan(log=False)
         eng.park("p08")  # the first verb caches every live file's pod identity by digest
         eng.unpark("p08")
-    _wait_out_racy_window(sandbox)
+    _wait_out_racy_window(sandbox, monkeypatch)
     with eng.locked():
         eng.scan(log=False)
     seen = _reads(monkeypatch)

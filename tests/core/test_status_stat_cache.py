@@ -5,14 +5,15 @@ reading and hashing the file; a file whose stat changed since is read, so drift 
 from __future__ import annotations
 
 import os
-import time
+
+from spd_testlib import wait_out_racy_window
 
 from staticpodd import fsops
 
 
-def _settle(kubeadm, ctl, tmp_path) -> None:
+def _settle(kubeadm, ctl, tmp_path, monkeypatch) -> None:
     """Record the directory, then scan it again once every ctime is older than the racy window."""
-    time.sleep(2.1)
+    wait_out_racy_window(monkeypatch, [p for p in kubeadm.manifests.iterdir() if p.is_file()])
     copy = tmp_path / "ks.yaml"
     copy.write_bytes((kubeadm.manifests / "kube-scheduler.yaml").read_bytes())
     assert ctl("apply", str(copy), "--as", "kube-scheduler").rc == 0
@@ -27,7 +28,7 @@ def _reads(monkeypatch) -> list[str]:
 
 def test_status_of_a_node_at_rest_reads_no_manifest_and_shows_the_recorded_digests(kubeadm, ctl, tmp_path,
                                                                                      monkeypatch) -> None:
-    _settle(kubeadm, ctl, tmp_path)
+    _settle(kubeadm, ctl, tmp_path, monkeypatch)
     before = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
     seen = _reads(monkeypatch)
     rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
@@ -38,7 +39,7 @@ def test_status_of_a_node_at_rest_reads_no_manifest_and_shows_the_recorded_diges
 
 
 def test_history_of_a_component_at_rest_reads_no_manifest(kubeadm, ctl, tmp_path, monkeypatch) -> None:
-    _settle(kubeadm, ctl, tmp_path)
+    _settle(kubeadm, ctl, tmp_path, monkeypatch)
     seen = _reads(monkeypatch)
     got = ctl("history", "kube-apiserver", "--json").json()
     assert seen == []
@@ -46,7 +47,7 @@ def test_history_of_a_component_at_rest_reads_no_manifest(kubeadm, ctl, tmp_path
 
 
 def test_new_bytes_with_the_old_size_and_mtime_put_back_are_still_drift(kubeadm, ctl, tmp_path, monkeypatch) -> None:
-    _settle(kubeadm, ctl, tmp_path)
+    _settle(kubeadm, ctl, tmp_path, monkeypatch)
     p = kubeadm.manifests / "etcd.yaml"
     st = os.stat(p)
     data = p.read_bytes()
@@ -60,8 +61,8 @@ def test_new_bytes_with_the_old_size_and_mtime_put_back_are_still_drift(kubeadm,
     assert hist["current_digest"] != hist["versions"][-1]["digest"]
 
 
-def test_a_chmod_since_the_recording_shows_the_new_mode(kubeadm, ctl, tmp_path) -> None:
-    _settle(kubeadm, ctl, tmp_path)
+def test_a_chmod_since_the_recording_shows_the_new_mode(kubeadm, ctl, tmp_path, monkeypatch) -> None:
+    _settle(kubeadm, ctl, tmp_path, monkeypatch)
     os.chmod(kubeadm.manifests / "etcd.yaml", 0o644)
     rows = {c["component"]: c for c in ctl("status", "--json").json()["components"]}
     assert rows["etcd"]["mode"] == "0644"
