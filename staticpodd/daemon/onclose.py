@@ -79,11 +79,11 @@ class CloseMixin(PlanMixin, ExecuteMixin):
 
         kubelet_refuses(b"")
         stray_by_name("warm-up.yaml")
-        self.engine._verdict(_WARM_UP_POD, "warm-up.yaml", "warm-up")
-        _ok, findings = self.engine._verdict(b"", "warm-up.yaml", "warm-up")
+        self.engine.verdict(_WARM_UP_POD, "warm-up.yaml", "warm-up")
+        _ok, findings = self.engine.verdict(b"", "warm-up.yaml", "warm-up")
         plan_changes([Change("warm-up", "warm-up.yaml", "live", "modified", "", None, False, findings)], self.config,
                      sizes={}, relist=self._relist())
-        self.engine._judged_key(self.engine.validate_options())
+        self.engine.judged_key(self.engine.validate_options())
 
     def _restore_now(self, names: set[str]) -> None:
         """Restore ``names`` (refused on close) now, before the directory-wide findings: those
@@ -146,7 +146,7 @@ class CloseMixin(PlanMixin, ExecuteMixin):
             return False
         if name in self._busy_names() or self._scan_stats.get(name) is None:
             return False
-        _ok, findings = engine._verdict(st.data, str(path), obs.component)
+        _ok, findings = engine.verdict(st.data, str(path), obs.component)
         change = Change(obs.component, name, "live", "modified", digest, None, False, findings)
         plan = plan_changes([change], self.config, sizes=self._sizes(), relist=self._relist())
         action = next((a for a in plan.actions if a.verb == "restore" and a.file_name == name), None)

@@ -11,18 +11,21 @@ place after fsync; park/unpark are renames on the same mount and keep the exact 
 part of the pod UID); no-op writes are never made; an invalid manifest never enters the
 directory; two files defining the same pod are refused (the lexically last one would win).
 
-Map of this package (each family builds on the ones it calls; :class:`Engine` composes them):
+Map of this package (each family is given the ones it calls; :class:`Engine` composes them):
 
 - ``model.py``: Actor, Target, Change, Result, OpWarning; durations, ``COMPONENT@N``, diffs.
 - ``fsfacts.py``: read-only facts: stat signatures, file listings, UTF-8 names, live pids.
-- ``core.py``: :class:`EngineCore`: config, store, lock, journal, hooks, listing, resolve.
-- ``gate.py``: the validation gate, pod identity, duplicate and identity refusals.
-- ``hostports.py``: :class:`PortsCore`: refusing new live bytes whose host port another live pod holds.
-- ``scan.py``: drift scan and adoption, settled reads, changed-meanwhile, quarantine.
-- ``recover.py``: intents and ``recover``; the recording helpers.
-- ``swap.py``: apply/edit, rollback, restore_last_good.
-- ``park.py``: park, unpark, discard_park, parks_bypassed.
-- ``query.py``: history, show, diff, status (read-only).
+- ``core.py``: :class:`EngineCore`: config, store, lock, journal, hooks, listing, resolve;
+  :class:`Guard`: the flock around a changing verb (recovery on its first acquisition).
+- ``gate.py``: :class:`Gatekeeper`: the validation gate, pod identity, duplicate and identity refusals.
+- ``hostports.py``: :class:`Ports`: refusing new live bytes whose host port another live pod holds.
+- ``scan.py``: :class:`Scanner`: drift scan and adoption, settled reads, changed-meanwhile, quarantine.
+- ``recover.py``: :class:`Recovery`: intents and ``recover``; the recording helpers.
+- ``swap.py``: :class:`Swapper`: apply/edit (an :class:`ApplyRequest`), rollback, restore_last_good.
+- ``park.py``: :class:`Parker`: park, unpark, discard_park, parks_bypassed, ``apply --unpark``.
+- ``query.py``: :class:`Query`: history, show, diff, status (read-only).
+- ``reader.py``, ``full.py``: the facades :class:`Reader` (core and query) and :class:`Engine`
+  (every family, each given its collaborators in its constructor; the verbs delegate).
 """
 
 from __future__ import annotations
@@ -36,14 +39,16 @@ _LAZY = {
     "Reader": ".reader",
     "ERR": "..journal",
     "PRIVATE_DIRNAME": "..layout",
+    "ApplyRequest": ".swap",
     "EngineCore": ".core",
-    "GateCore": ".gate",
-    "ParkVerbs": ".park",
-    "PortsCore": ".hostports",
-    "QueryVerbs": ".query",
-    "RecoverVerbs": ".recover",
-    "ScanVerbs": ".scan",
-    "SwapVerbs": ".swap",
+    "Guard": ".core",
+    "Gatekeeper": ".gate",
+    "Parker": ".park",
+    "Ports": ".hostports",
+    "Query": ".query",
+    "Recovery": ".recover",
+    "Scanner": ".scan",
+    "Swapper": ".swap",
     "_COMPONENT_NAME": ".swap",
 }
 for _name in ("_RACY_NS", "_is_tool_tempfile", "_regular_files", "_sig_text", "_stat_sig", "is_utf8_name",
@@ -59,6 +64,7 @@ if TYPE_CHECKING:
     from ..journal import ERR as ERR
     from ..layout import PRIVATE_DIRNAME as PRIVATE_DIRNAME
     from .core import EngineCore as EngineCore
+    from .core import Guard as Guard
     from .fsfacts import _RACY_NS as _RACY_NS
     from .fsfacts import _is_tool_tempfile as _is_tool_tempfile
     from .fsfacts import _regular_files as _regular_files
@@ -68,8 +74,8 @@ if TYPE_CHECKING:
     from .fsfacts import pid_alive as pid_alive
     from .fsfacts import wanted_all as wanted_all
     from .full import Engine as Engine
-    from .gate import GateCore as GateCore
-    from .hostports import PortsCore as PortsCore
+    from .gate import Gatekeeper as Gatekeeper
+    from .hostports import Ports as Ports
     from .model import _DURATION_UNITS as _DURATION_UNITS
     from .model import EXTERNAL as EXTERNAL
     from .model import Actor as Actor
@@ -83,13 +89,14 @@ if TYPE_CHECKING:
     from .model import parse_duration as parse_duration
     from .model import split_at as split_at
     from .model import unified_diff as unified_diff
-    from .park import ParkVerbs as ParkVerbs
-    from .query import QueryVerbs as QueryVerbs
+    from .park import Parker as Parker
+    from .query import Query as Query
     from .reader import Reader as Reader
-    from .recover import RecoverVerbs as RecoverVerbs
-    from .scan import ScanVerbs as ScanVerbs
+    from .recover import Recovery as Recovery
+    from .scan import Scanner as Scanner
     from .swap import _COMPONENT_NAME as _COMPONENT_NAME
-    from .swap import SwapVerbs as SwapVerbs
+    from .swap import ApplyRequest as ApplyRequest
+    from .swap import Swapper as Swapper
 
 
 def __getattr__(name: str) -> object:

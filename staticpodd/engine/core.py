@@ -1,11 +1,12 @@
 """The engine core: what every verb needs, and nothing verb-specific.
 
 One :class:`EngineCore` over a :class:`~staticpodd.layout.Layout`: the configuration (loaded
-lazily), the version store (opened on first use), the one flock (re-entrant; its first
-acquisition finishes or undoes interrupted operations), the journal, the hooks, and the
-directory as the kubelet sees it: listing its files and resolving a name to a component. The
-verb families (:mod:`.swap`, :mod:`.park`, :mod:`.scan`, :mod:`.query`, :mod:`.recover`) build
-on it; :class:`staticpodd.engine.Engine` composes them.
+lazily), the version store (opened on first use), the one flock, the journal, the hooks, and
+the directory as the kubelet sees it: listing its files and resolving a name to a component.
+:class:`Guard` takes the flock around a changing verb (its first acquisition finishes or undoes
+interrupted operations). The verb families (:mod:`.swap`, :mod:`.park`, :mod:`.scan`,
+:mod:`.query`, :mod:`.recover`) are given the core they work on;
+:class:`staticpodd.engine.Engine` composes them.
 """
 
 from __future__ import annotations
@@ -53,13 +54,13 @@ class EngineCore:
         self.journal = journal
         self._config = config
         self._config_loader = config_loader
-        self._lock_timeout = lock_timeout
-        self._notify = notify if notify is not None else default_notify()
+        #: ``--lock-timeout`` (seconds), None for the default: bounds the flock and SQLite's waits
+        self.lock_timeout = lock_timeout
+        #: called while waiting for the flock (say who holds it)
+        self.notify = notify if notify is not None else default_notify()
         self._store: VersionStore | None = None
-        self._lock = FileLock(layout.lock_path, description=f"{journal.identifier} by {actor}")
-        self._recovered = False
-        #: What the last :meth:`recover` did (one dict per interrupted operation).
-        self.last_recovery: list[dict[str, Any]] = []
+        #: the one flock; :class:`Guard` takes it around a changing verb
+        self.lock = FileLock(layout.lock_path, description=f"{journal.identifier} by {actor}")
         #: Entries seen whose names are not valid UTF-8, as ``os.listdir`` gives them
         #: (surrogate-escaped): the kubelet reads them, we cannot track them (see _dir_names).
         self.untrackable: set[str] = set()
@@ -76,10 +77,6 @@ class EngineCore:
         self.hook_warnings: list[OpWarning] = []
         self._listing: list[str] | None = None  # the directory's names during one scan
         self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
-
-    if TYPE_CHECKING:  # defined by RecoverVerbs (recover.py); locked() runs it on first acquisition
-
-        def recover(self) -> list[dict[str, Any]]: ...
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -102,7 +99,7 @@ class EngineCore:
         if self._store is None:
             # SQLite waits for another connection (a sqlite3 shell, a backup) as long as we wait
             # for the flock: --lock-timeout bounds both
-            timeout = DEFAULT_TIMEOUT if self._lock_timeout is None else self._lock_timeout
+            timeout = DEFAULT_TIMEOUT if self.lock_timeout is None else self.lock_timeout
             self._store = VersionStore(self.layout.db_path, busy_timeout=timeout)
         return self._store
 
@@ -112,25 +109,10 @@ class EngineCore:
             self._store.close()
             self._store = None
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the staticpodd flock (re-entrant). On first acquisition, run :meth:`recover`.
-
-        Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
-        ``lock_timeout``, default 30).
-        """
-        self.check_manifest_dir()
-        timeout = self._lock_timeout
-        if timeout is None:
-            timeout = DEFAULT_TIMEOUT
-        self._lock.acquire(timeout, self._notify)
-        try:
-            if not self._recovered:
-                self._recovered = True
-                self.recover()
-            yield
-        finally:
-            self._lock.release()
+    @property
+    def lock_held(self) -> bool:
+        """Whether this process holds the flock now (caches are written only under it)."""
+        return self.lock.held
 
     def check_manifest_dir(self) -> None:
         """Raise FsError unless the manifest directory exists and is a directory (a typo in
@@ -458,3 +440,39 @@ class EngineCore:
             self.hook_warnings.extend(OpWarning.of(r, phase, verb) for r in results
                                       if r.status in ("failed", "signaled", "timeout", "refused"))
         return any(r.status not in ("refused", "skipped") for r in results)
+
+
+class Guard:
+    """The one flock around a changing verb, re-entrant; its first acquisition runs ``recover``
+    (finishes or undoes interrupted operations) before anything else happens under it.
+
+    ``core``: the :class:`EngineCore` whose lock, lock timeout and manifest directory it uses;
+    ``recover``: what to run on the first acquisition
+    (:meth:`staticpodd.engine.recover.Recovery.recover`).
+    """
+
+    def __init__(self, core: EngineCore, recover: Callable[[], object]) -> None:
+        self._core = core
+        self._recover = recover
+        self._recovered = False
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the staticpodd flock (re-entrant). On first acquisition, run ``recover``.
+
+        Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
+        ``lock_timeout``, default 30); FsError when the manifest directory is missing.
+        """
+        core = self._core
+        core.check_manifest_dir()
+        timeout = core.lock_timeout
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        core.lock.acquire(timeout, core.notify)
+        try:
+            if not self._recovered:
+                self._recovered = True
+                self._recover()
+            yield
+        finally:
+            core.lock.release()
