@@ -66,17 +66,17 @@ class EngineCore:
         self.untrackable: set[str] = set()
         #: live symlinks whose target the kubelet refuses as a pod: never recorded (file -> why)
         self.links_not_recorded: dict[str, str] = {}
-        self._untrackable_logged: set[str] = set()
+        self.untrackable_logged: set[str] = set()
         #: Files without a manifest suffix whose name is a component another file owns
         #: (``kube-scheduler`` beside ``kube-scheduler.yaml``), as ``(location, name) -> owner's file
         #: name``: the kubelet reads a live one, we do not track it (see :meth:`name_owner`). A state,
         #: not a fact about the name: refreshed by every listing (:meth:`live_names`, :meth:`parked_names`).
         self.names_taken: dict[tuple[str, str], str] = {}
-        self._taken_logged: set[tuple[str, str, str]] = set()
+        self.taken_logged: set[tuple[str, str, str]] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
-        self._listing: list[str] | None = None  # the directory's names during one scan
-        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
+        self.listing: list[str] | None = None  # the directory's names during one scan
+        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of listing
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -126,7 +126,7 @@ class EngineCore:
                 hint="check --root / --manifest-dir, or staticPodPath in <root>/var/lib/kubelet/config.yaml",
             )
 
-    def _log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+    def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
         fields.setdefault("actor", str(self.actor))
         self.journal.log(event, message, priority=priority, **fields)
 
@@ -143,7 +143,7 @@ class EngineCore:
                     exc.message += "; nothing was changed in the manifest directory"
             raise
 
-    def _set_observed(self, comp: str, fn: str, loc: str, digest: str, st: Any) -> None:
+    def set_observed(self, comp: str, fn: str, loc: str, digest: str, st: Any) -> None:
         self.store.set_observed(Observed(comp, fn, loc, digest, st.mode, st.uid, st.gid))
 
     # -- resolving names ----------------------------------------------------------------------
@@ -156,9 +156,9 @@ class EngineCore:
         and one such file must not stop every other component from being managed. The kubelet
         still reads it (docs/kubelet-contract.md "Which files are pods"); ``status`` and ``doctor`` say so.
         """
-        return self._listed(directory, files_only=False)
+        return self.listed(directory, files_only=False)
 
-    def _listed(self, directory: Path, *, files_only: bool) -> list[str]:
+    def listed(self, directory: Path, *, files_only: bool) -> list[str]:
         """:meth:`_dir_names`, or with ``files_only`` just the entries that are files or links
         to files, from one ``os.scandir`` (the entry type comes with the listing: a stat is made
         only for links and for names that are not UTF-8)."""
@@ -185,7 +185,7 @@ class EngineCore:
             # the whole directory was listed: what is gone is no longer reported (a long-lived
             # daemon's engine lists it again and again), and logged again should it come back
             self.untrackable = odd
-            self._untrackable_logged &= odd
+            self.untrackable_logged &= odd
         out.sort()
         return out
 
@@ -193,11 +193,11 @@ class EngineCore:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
         kubelet reads (docs/kubelet-contract.md "Which files are pods"), sorted like its relist; without the
         names another file's component takes (:attr:`names_taken`), which are no component."""
-        return self._untaken("live", self._listed(self.layout.manifest_dir, files_only=True))
+        return self._untaken("live", self.listed(self.layout.manifest_dir, files_only=True))
 
     def parked_names(self) -> list[str]:
         """File names of the parked copies (without the names taken, as :meth:`live_names`)."""
-        return self._untaken("parked", self._listed(self.layout.parked_dir, files_only=True))
+        return self._untaken("parked", self.listed(self.layout.parked_dir, files_only=True))
 
     def _untaken(self, location: str, names: list[str]) -> list[str]:
         """``names`` (one listing of ``location``) without the suffix-less names that are another
@@ -264,7 +264,7 @@ class EngineCore:
     def _is_file_at(self, location: str, file_name: str) -> bool:
         """Whether ``file_name`` (a non-dot UTF-8 name) is among :meth:`live_names` (``live``) or
         :meth:`parked_names` (``parked``), without listing the directory: one stat."""
-        return os.path.isfile(self._path(location, file_name))
+        return os.path.isfile(self.path(location, file_name))
 
     def component_for(self, file_name: str) -> str:
         """The component a file in the directory belongs to: its stem (``web`` for ``web.yaml``),
@@ -285,7 +285,7 @@ class EngineCore:
             head = self.store.head(stem)
             if head is not None:
                 return stem if head.file_name == file_name else file_name
-        pool = getattr(self, "_listing", None)
+        pool = self.listing
         if pool is None:
             siblings = sorted({n for n in self.live_names() + self.parked_names()
                                if component_of(n) == stem and n != stem})
@@ -334,7 +334,7 @@ class EngineCore:
             if by_path:  # that very file is meant, and it is no component
                 reason, fix = self.taken_reason(name, owner)
                 raise Conflict(f"{name}: {reason}; staticpodd does not track this file",
-                               path=str(self._path("live" if in_live else "parked", name)),
+                               path=str(self.path("live" if in_live else "parked", name)),
                                hint=f"{fix}; to mean the component, name it without a path: {_q(name)}")
             in_live = in_parked = False  # a file named like another file's component: that component is meant
         if in_live or in_parked:
@@ -378,7 +378,7 @@ class EngineCore:
             hint = (f"did you mean {close[0]}? " if close else "") + "known components: " + ", ".join(known)
         raise UnknownComponent(f"no component {name!r} in {self.layout.manifest_dir}", hint=hint)
 
-    def _state_at(self, location: str, file_name: str) -> fsops.FileState | None:
+    def state_at(self, location: str, file_name: str) -> fsops.FileState | None:
         base = self.layout.manifest_dir if location == "live" else self.layout.parked_dir
         return fsops.read_state(base / file_name)
 
@@ -397,7 +397,7 @@ class EngineCore:
                 hint=f"look at the target yourself if you mean to (ls -l {path}); the kubelet reads it as a pod",
             )
 
-    def _path(self, location: str, file_name: str) -> Path:
+    def path(self, location: str, file_name: str) -> Path:
         return (self.layout.manifest_dir if location == "live" else self.layout.parked_dir) / file_name
 
     def current_bytes(self, name: str, *, for_display: bool = False) -> tuple[Target, bytes, str]:
@@ -412,8 +412,8 @@ class EngineCore:
         for loc in ("live", "parked"):
             if (loc == "live" and target.live) or (loc == "parked" and target.parked):
                 if for_display:
-                    self._refuse_link_out(self._path(loc, target.file_name))
-                st = self._state_at(loc, target.file_name)
+                    self._refuse_link_out(self.path(loc, target.file_name))
+                st = self.state_at(loc, target.file_name)
                 if st is not None:
                     return target, st.data, loc
         raise UnknownComponent(
@@ -423,7 +423,7 @@ class EngineCore:
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
+    def hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
                version: int | None = None, digest: str | None = None) -> bool:
         """Run ``<hooks>/<phase>-<verb>.d`` (staticpodd.hooks). Returns whether any hook ran: a
         pre-hook is a wait, after which what was judged before it is judged again."""

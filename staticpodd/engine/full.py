@@ -88,8 +88,8 @@ class Engine(Reader):
         return self.core.nothing_changed_on_error()
 
     def log(self, event: Event, message: str, *, priority: int, **fields: Any) -> None:
-        """Journal ``event`` with this engine's actor (:meth:`EngineCore._log`)."""
-        self.core._log(event, message, priority=priority, **fields)
+        """Journal ``event`` with this engine's actor (:meth:`EngineCore.log`)."""
+        self.core.log(event, message, priority=priority, **fields)
 
     # -- the gate ---------------------------------------------------------------------------------------
 
@@ -102,12 +102,12 @@ class Engine(Reader):
         return self.gatekeeper.gate(data, display_path, component=component)
 
     def verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
-        """``(passes, findings)`` of ``data``, nothing logged nor cached (:meth:`Gatekeeper._verdict`)."""
-        return self.gatekeeper._verdict(data, path, component)
+        """``(passes, findings)`` of ``data``, nothing logged nor cached (:meth:`Gatekeeper.verdict`)."""
+        return self.gatekeeper.verdict(data, path, component)
 
     def judged_key(self, options: Any) -> str:
-        """The store's verdict-cache key of a restore's judgement (:meth:`Gatekeeper._judged_key`)."""
-        return self.gatekeeper._judged_key(options)
+        """The store's verdict-cache key of a restore's judgement (:meth:`Gatekeeper.judged_key`)."""
+        return self.gatekeeper.judged_key(options)
 
     def judge_recorded(self, data: bytes, display_path: str) -> tuple[Any, list[Any]] | None:
         """The gate's verdict on recorded bytes (:meth:`Gatekeeper.judge_recorded`)."""
@@ -167,7 +167,7 @@ class Engine(Reader):
         recorded version put back and ``gated`` its verdict from :meth:`judge_recorded` (the
         bytes are not validated again); there is no drift scan of the directory (the daemon
         records drift in its own passes): the file's own bytes are recorded before they are
-        judged (:meth:`Scanner._settled_state`), as for every verb, unless the caller read and judged them
+        judged (:meth:`Scanner.settled_state`), as for every verb, unless the caller read and judged them
         itself: ``unrecorded`` is then the live file as the caller read it (under this lock;
         ``expect_digest`` its digest), recorded as a version by ``external`` only after the rename,
         in the transaction that records the restore. Crash-safe: its bytes are stored with the

@@ -40,7 +40,7 @@ class Gatekeeper:
 
     ``core``: the directory, store, configuration, journal and lock it works with.
     ``look_fact_kind``: the store ``facts`` kind the checks of one look read beside each live
-    file's identity (:meth:`_looked_rows`; the host-port claims,
+    file's identity (:meth:`looked_rows`; the host-port claims,
     :func:`staticpodd.engine.hostports.ports_kind`), None for none.
     """
 
@@ -56,7 +56,7 @@ class Gatekeeper:
         #: The live files with their stat signatures, listed once for the checks of one look at
         #: the directory (:meth:`one_look`); None outside one, or before its first listing.
         self._look: list[tuple[str, str, bool, str | None]] | None = None
-        #: The store's rows for the live files in one look (:meth:`_looked_rows`).
+        #: The store's rows for the live files in one look (:meth:`looked_rows`).
         self._look_rows: dict[str, tuple[str, bool, str | None, str | None, str | None]] | None = None
         self._looking = False
 
@@ -114,7 +114,7 @@ class Gatekeeper:
             from ..validate import kubelet_refuses  # two levels: say when only staticpodd refuses it
 
             ours = "" if kubelet_refuses(exc.findings) else " by staticpodd's own rules (the kubelet would run it)"
-            self.core._log(  # codes, lines and field paths only: messages may quote values from the manifest
+            self.core.log(  # codes, lines and field paths only: messages may quote values from the manifest
                 Event.REFUSED_INVALID,
                 f"refused {display_path}: not a valid static pod manifest{where}{what}{ours}",
                 priority=WARNING,
@@ -126,10 +126,10 @@ class Gatekeeper:
                 code=exc.findings[0].code if exc.findings else None,
             )
             raise
-        self._cache_passed(digest, manifest)
+        self.cache_passed(digest, manifest)
         return manifest, warnings
 
-    def _cache_passed(self, digest: str, manifest: Any) -> None:
+    def cache_passed(self, digest: str, manifest: Any) -> None:
         """Cache that bytes ``digest`` pass the gate and define pod ``manifest`` (namespace, name),
         in one transaction. Both rows are caches (lost, they are computed again), so the commit
         is not synced on its own (:meth:`staticpodd.store.VersionStore.relaxed`): an intent
@@ -149,7 +149,7 @@ class Gatekeeper:
         versions in silence).
 
         Kept in memory for this engine's life by (digest, validation options, node name), and
-        in the store's verdict cache under :meth:`_judged_key` (the validator's code, the
+        in the store's verdict cache under :meth:`judged_key` (the validator's code, the
         options, the node's name and capacity: everything the verdict depends on), written only
         under the lock: a daemon that restores the same version again, also after a restart,
         does not validate it again, and :meth:`apply` given the verdict (``gated``) does not run
@@ -169,7 +169,7 @@ class Gatekeeper:
         if key in memo:
             return memo[key]
         store = self.core.store if self.core.layout.db_path.exists() else None
-        vkey = self._judged_key(options)
+        vkey = self.judged_key(options)
         kept = store.verdict(digest, vkey) if store is not None else None
         ident = store.identity(digest) if store is not None and kept else None
         found: tuple[Any, list[Any]] | None
@@ -195,7 +195,7 @@ class Gatekeeper:
         return found
 
     @staticmethod
-    def _judged_key(options: Any) -> str:
+    def judged_key(options: Any) -> str:
         """The store's verdict-cache key of :meth:`judge_recorded`: a hash of the validator's
         code and schemas (:func:`staticpodd.resources.validator_id`), the validation options,
         and what they leave to the host (its node name, CPU and memory capacity: the node-fit
@@ -208,12 +208,12 @@ class Gatekeeper:
         facts = (validator_id(), repr(options), options.resolved_node_name(), node_capacity(options))
         return "restore/" + digest_of(repr(facts).encode())[:32]
 
-    def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
+    def gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from ..validate import gate
 
         return gate(data, source, self.validate_options())
 
-    def _verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
+    def verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
         from ..validate import has_errors, validate_bytes
 
         findings = validate_bytes(data, path, self.validate_options())
@@ -268,20 +268,20 @@ class Gatekeeper:
         # one query for every live file's cached identity and stat signature, then one stat per
         # file: a file whose stat is what it was when its bytes were read is not read again
         have_store = self.core.layout.db_path.exists()
-        cached = self._looked_rows() if self._looking and have_store else (
+        cached = self.looked_rows() if self._looking and have_store else (
             self.core.store.live_identities() if have_store else {})
         # the identities this call caches go in one transaction, not one commit per file (the
         # first park on a node of 1,000 manifests made 1,000 commits)
         batch = (self.core.store.transaction() if have_store and self.core.lock_held and not self.core.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for shown, path, tracked, sig in self._live_others(besides):
+            for shown, path, tracked, sig in self.live_others(besides):
                 row = cached.get(shown) if tracked else None
                 if row is not None and row[1] and sig is not None and sig == row[0]:
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
                         out.append(shown)
                     continue
-                data = self._live_bytes(path, tracked)
+                data = self.live_bytes(path, tracked)
                 if data is None:
                     continue
                 if len(data) > _DECODE_FOR_IDENTITY and not may_name(data, ident[1]):
@@ -293,7 +293,7 @@ class Gatekeeper:
                     out.append(shown)
         return out
 
-    def _looked_rows(self) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
+    def looked_rows(self) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
         """In a look (:meth:`one_look`): each live file's ``(sig, identity known, namespace,
         name, fact)`` from the store, one query for all the checks of the look
         (:meth:`VersionStore.live_identities_and_facts`)."""
@@ -320,7 +320,7 @@ class Gatekeeper:
         finally:
             self._looking, self._look, self._look_rows = False, None, None
 
-    def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
+    def live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
         """``(shown, path, tracked, sig)`` for every file the kubelet reads in the manifest
         directory but ``besides``, in its (sorted) order, then the non-UTF-8 names
         (:attr:`untrackable`, ``shown`` with \\xNN escapes, ``tracked`` False: the store never
@@ -340,7 +340,7 @@ class Gatekeeper:
     def _live_entries(self) -> list[tuple[str, str, bool, str | None]]:
         base = os.path.join(self.core.layout.manifest_dir, "")
         out: list[tuple[str, str, bool, str | None]] = []
-        for other in self.core._listed(self.core.layout.manifest_dir, files_only=True):
+        for other in self.core.listed(self.core.layout.manifest_dir, files_only=True):
             sig = _stat_sig(base + other)
             out.append((other, base + other, True, _sig_text(sig) if sig is not None else None))
         mdir = str(self.core.layout.manifest_dir)
@@ -350,10 +350,10 @@ class Gatekeeper:
                 out.append((printable_name(path.name), odd, False, None))
         return out
 
-    def _live_bytes(self, path: str, tracked: bool) -> bytes | None:
-        """The bytes of a file :meth:`_live_others` yields, None when it cannot be read (gone)."""
+    def live_bytes(self, path: str, tracked: bool) -> bytes | None:
+        """The bytes of a file :meth:`live_others` yields, None when it cannot be read (gone)."""
         if tracked:
-            st = self.core._state_at("live", os.path.basename(path))
+            st = self.core.state_at("live", os.path.basename(path))
             return st.data if st is not None else None
         try:
             return Path(path).read_bytes()
@@ -364,7 +364,7 @@ class Gatekeeper:
         """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""
         return any(printable_name(Path(u).name) == shown for u in self.core.untrackable)
 
-    def _why_not_parkable(self, shown: str) -> str | None:
+    def why_not_parkable(self, shown: str) -> str | None:
         """Why staticpodctl cannot park the live file ``shown`` (as :meth:`files_defining` lists
         it): its name is not UTF-8, or it is another file's component (:meth:`name_owner`); None
         when it can."""
@@ -373,13 +373,13 @@ class Gatekeeper:
         owner = self.core.name_owner(shown)
         return None if owner is None else f"its name is the component {shown} of {owner}"
 
-    def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
+    def check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
         """Refuse a manifest whose pod another live file already defines (docs/kubelet-contract.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
         others = self.files_defining((namespace, name), besides=file_name)
         if others:
             winner = sorted(others + [file_name])[-1]
-            why = self._why_not_parkable(others[0])
+            why = self.why_not_parkable(others[0])
             raise Conflict(
                 f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
                 f"the kubelet runs only the lexically last file ({winner})",
@@ -389,7 +389,7 @@ class Gatekeeper:
                       + ("" if component_of(others[0]) == others[0] else " --force")),
             )
 
-    def _current_identity(self, comp: str, cur: bytes | None) -> tuple[str, str] | None:
+    def current_identity(self, comp: str, cur: bytes | None) -> tuple[str, str] | None:
         """The pod ``comp`` stands for: its current file's, or when that does not parse (or is
         gone) its newest recorded version's that does. None for a component never recorded."""
         ident = self.pod_identity(cur) if cur is not None else None
@@ -405,10 +405,10 @@ class Gatekeeper:
                 return ident
         return None
 
-    def _check_identity_kept(self, comp: str, fn: str, cur: bytes | None, namespace: str, name: str,
+    def check_identity_kept(self, comp: str, fn: str, cur: bytes | None, namespace: str, name: str,
                              action: str) -> None:
         """Refuse bytes that turn ``comp`` into another pod (see :meth:`apply`)."""
-        old = self._current_identity(comp, cur)
+        old = self.current_identity(comp, cur)
         if old is None or old == (namespace, name):
             return
         hint = "if that is what you mean, add --rename"
@@ -421,7 +421,7 @@ class Gatekeeper:
             hint=hint,
         )
 
-    def _check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
+    def check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
         """Refuse a live file whose pod is parked under another component (see :meth:`apply`).
         Not when ``cur`` (the component's current bytes) already runs that pod, nor for a parked
         leftover (``kube-scheduler.yaml.bak``, parked to remove a duplicate)."""
@@ -431,12 +431,12 @@ class Gatekeeper:
             other_comp = self.core.component_for(other)
             if other_comp == comp or component_of(other) == other:
                 continue
-            st = self.core._state_at("parked", other)
+            st = self.core.state_at("parked", other)
             if st is not None and self.pod_identity(st.data) == (namespace, name):
                 raise Conflict(
                     f"pod {namespace}/{name} is parked (component {other_comp}); a live file of component {comp} "
                     "defining it would start it again behind the park",
-                    path=str(self.core._path("parked", other)),
+                    path=str(self.core.path("parked", other)),
                     hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
                     f"to start it: staticpodctl unpark {_q(other_comp)}",
                 )

@@ -110,7 +110,7 @@ class Ports:
                           ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
         have_store = self.core.layout.db_path.exists()
         # file -> (sig, identity known, namespace, name, memoised claims as JSON text)
-        cached = self.gatekeeper._looked_rows() if have_store else {}
+        cached = self.gatekeeper.looked_rows() if have_store else {}
         # a claim on (proto, port) is memoised as the JSON text '["TCP", 10259, ...' (json.dumps's
         # own separators, _claims_to_json): a memo without any of these texts claims none of them
         needles = None if ports is None else [json.dumps([p, n])[:-1] + "," for p, n in set(ports)]
@@ -119,7 +119,7 @@ class Ports:
         batch = (self.core.store.transaction() if have_store and self.core.lock_held and not self.core.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for shown, path, tracked, sig in self.gatekeeper._live_others(besides):
+            for shown, path, tracked, sig in self.gatekeeper.live_others(besides):
                 row = cached.get(shown) if tracked else None
                 if row is not None and row[-1] is not None and sig is not None and sig == row[0]:
                     text = row[-1]
@@ -127,13 +127,13 @@ class Ports:
                         continue
                     claims = _claims_from_json(json.loads(text))
                 else:
-                    data = self.gatekeeper._live_bytes(path, tracked)
+                    data = self.gatekeeper.live_bytes(path, tracked)
                     claims = self.port_claims(data) if data is not None else None
                 if claims is not None and claims[1]:
                     out.append((shown, claims[0], claims[1]))
         return out
 
-    def _check_host_ports(self, fn: str, data: bytes, source: str, *, action: str, doc: Any = None) -> None:
+    def check_host_ports(self, fn: str, data: bytes, source: str, *, action: str, doc: Any = None) -> None:
         """Refuse ``data``, about to become the live file ``fn``, when it claims a host port that
         a pod of another live file already claims (the component's own live file ``fn`` is what
         the bytes replace: it never counts). Raises Conflict naming the port and protocol, the
@@ -157,7 +157,7 @@ class Ports:
         clashes.sort(key=lambda c: not admission_clash(c[0], c[3]))
         (proto, port, _ip, field), other, okey, oclaim = clashes[0]
         line, column = _where(data, field)
-        why = self.gatekeeper._why_not_parkable(other)
+        why = self.gatekeeper.why_not_parkable(other)
         more = {o for _c, o, _k, _oc in clashes[1:] if o != other}
         also = f" (and {', '.join(sorted(more))})" if more else ""
         verb = "unparking" if action == "unpark" else "putting it live"

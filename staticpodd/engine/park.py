@@ -98,7 +98,7 @@ class Parker:
         with self.core.nothing_changed_on_error(), self.guard.locked():
             fsops.ensure_private_dirs(self.core.layout)
             target = self.core.resolve(name, allow_recorded=False)
-            self.scanner._scan_before_change(target.file_name)
+            self.scanner.scan_before_change(target.file_name)
             target = self.core.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
             if not target.live:
@@ -112,9 +112,9 @@ class Parker:
                                     hint=f"bring it back with: staticpodctl unpark {_q(comp)}")
             replaced_note = ""
             if target.parked:
-                old = self.core._state_at("parked", fn)
+                old = self.core.state_at("parked", fn)
                 if old is not None and self.core.store.knows_digest(comp, digest_of(old.data)):
-                    fsops.remove(self.core._path("parked", fn))
+                    fsops.remove(self.core.path("parked", fn))
                     self.core.store.clear_observed(f"parked/{fn}")
                     self.core.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
                                                  actor=self.core.actor.name, details={"digest": digest_of(old.data)})
@@ -123,19 +123,19 @@ class Parker:
                 else:
                     raise Conflict(
                         f"a parked copy of {fn} exists that is not recorded",
-                        path=str(self.core._path("parked", fn)),
+                        path=str(self.core.path("parked", fn)),
                         hint="move it away by hand (it is your only copy), then park again",
                     )
-            st = self.core._state_at("live", fn)
+            st = self.core.state_at("live", fn)
             if st is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
                 raise Conflict(f"{fn} was moved or removed meanwhile (not by staticpodd); nothing was changed",
-                               path=str(self.core._path("live", fn)),
+                               path=str(self.core.path("live", fn)),
                                hint=f"see where it went: staticpodctl status; then park {_q(comp)} again if needed")
             if st.is_symlink:
                 raise Conflict(
-                    f"{fn} is a symlink (to {os.readlink(self.core._path('live', fn))}); parking would move the link, "
+                    f"{fn} is a symlink (to {os.readlink(self.core.path('live', fn))}); parking would move the link, "
                     "not the manifest, and a relative link would dangle while parked",
-                    path=str(self.core._path("live", fn)),
+                    path=str(self.core.path("live", fn)),
                     hint="replace the link with a regular file (cp --remove-destination TARGET LINK), then park",
                 )
             ident = self.gatekeeper.pod_identity(st.data)
@@ -144,16 +144,16 @@ class Parker:
             if twins and ident is not None:
                 twins_note = self._twins_note(comp, fn, ident, twins, until=until, force=force)
             digest = digest_of(st.data)
-            if self.core._hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest) and ident:
+            if self.core.hooks("pre", "park", component=comp, file_name=fn, reason=reason, digest=digest) and ident:
                 # a pre-hook may have written a twin that would keep the pod running: judged again
                 again = self.gatekeeper.files_defining(ident, besides=fn)
                 if again != twins:
                     twins_note = self._twins_note(comp, fn, ident, again, until=until, force=force) if again else ""
-            payload = self.recovery._intent_base(fn, reason)
+            payload = self.recovery.intent_base(fn, reason)
             payload.update(digest=digest, until=until)
             intent = self.core.store.begin_intent("park", comp, payload)
             fsops.crashpoint("park:intent")
-            self._moved_or_undo(intent, self.core._path("live", fn), self.core._path("parked", fn), comp=comp,
+            self._moved_or_undo(intent, self.core.path("live", fn), self.core.path("parked", fn), comp=comp,
                                 expect_digest=digest, action="park")
             fsops.crashpoint("park:renamed")
             fsops.pausepoint("park:renamed")
@@ -161,23 +161,23 @@ class Parker:
             # parked copy on in the instant since the rename. The park happened all the same, with
             # the bytes checked right before the rename: those are recorded, and the next scan
             # sees where the copy went (moved back: the park is closed as unparked by hand)
-            pst = self.core._state_at("parked", fn)
+            pst = self.core.state_at("parked", fn)
             moved_note = ""
             if pst is None or digest_of(pst.data) != digest:
                 pst = st
                 moved_note = ("; its parked copy was moved or changed by hand right after the park "
                               "(see: staticpodctl status)")
-            with self.recovery._after_rename(f"{fn} is parked: the kubelet stops the pod"), \
+            with self.recovery.after_rename(f"{fn} is parked: the kubelet stops the pod"), \
                     self.core.store.after_intent():
-                version, rec = self.recovery._record_park(comp, fn, pst, payload)
+                version, rec = self.recovery.record_park(comp, fn, pst, payload)
                 self.core.store.end_intent(intent)
-            self.core._log(
+            self.core.log(
                 Event.PARKED,
                 f"{comp}: parked {fn}" + (f" until {iso(until)}" if until else "") + (f" ({reason})" if reason else ""),
                 priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest,
                 reason=reason, until=iso(until) if until else None,
             )
-            self.core._hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
+            self.core.hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
                              digest=digest)
             res = Result("park", comp, fn, True, f"{comp}: parked {fn}{replaced_note}{twins_note}{moved_note}",
                          location="parked",
@@ -214,7 +214,7 @@ class Parker:
                 seq = back.version.seq if back.version is not None else "?"
                 recovered_note = f" (its parked copy was gone: version {seq} put back from history)"
                 target = self.core.resolve(name, allow_recorded=False)
-            found = self.scanner._scan_before_change(target.file_name)
+            found = self.scanner.scan_before_change(target.file_name)
             target = self.core.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
             if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
@@ -231,27 +231,27 @@ class Parker:
                                                  details={"reason": reason,
                                                           "why": "parked copy removed, live file kept"})
                 msg = f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is now closed"
-                self.core._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, reason=reason,
+                self.core.log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, reason=reason,
                                action="close")
                 return Result("unpark", comp, fn, True, msg, location="live")
             if not target.parked:
                 raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             if target.live:
-                live = self.core._state_at("live", fn)
-                parked_st = self.core._state_at("parked", fn)
+                live = self.core.state_at("live", fn)
+                parked_st = self.core.state_at("parked", fn)
                 if live is not None and parked_st is not None and live.data == parked_st.data:
                     return self._close_park_copied_back(comp, fn, live, reason)
                 raise self._live_again(comp, fn, live)
-            pst = self.core._state_at("parked", fn)
+            pst = self.core.state_at("parked", fn)
             if pst is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
                 raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
-                               "nothing was changed", path=str(self.core._path("parked", fn)),
+                               "nothing was changed", path=str(self.core.path("parked", fn)),
                                hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
             from ..trust import owner_mode_problem, untrusted
 
             bad = owner_mode_problem(pst.uid, pst.mode)
             if bad:  # another user could have swapped it for a pod of theirs: never put it live
-                raise untrusted(self.core._path("parked", fn), "parked copy", bad)
+                raise untrusted(self.core.path("parked", fn), "parked copy", bad)
             digest = digest_of(pst.data)
             from ..resources import validator_id
 
@@ -259,7 +259,7 @@ class Parker:
             warnings: list[OpWarning] = []
             if self.core.store.verdict(digest, validator_id()) is not True:
                 try:
-                    manifest, _ = self.gatekeeper.gate(pst.data, str(self.core._path("parked", fn)), component=comp)
+                    manifest, _ = self.gatekeeper.gate(pst.data, str(self.core.path("parked", fn)), component=comp)
                     ident = (manifest.namespace, manifest.name)
                 except InvalidManifest as exc:
                     warnings = self._ran_before_the_park(comp, fn, digest, exc)  # or raises exc
@@ -273,38 +273,38 @@ class Parker:
             def check_against_others() -> None:
                 if ident:
                     try:
-                        self.gatekeeper._check_no_duplicate(fn, *ident)
+                        self.gatekeeper.check_no_duplicate(fn, *ident)
                     except Conflict as exc:
                         raise self._unpark_would_duplicate(comp, exc) from None
-                    self.gatekeeper._check_not_parked_elsewhere(comp, *ident, None)
-                    self.ports._check_host_ports(fn, pst.data, str(self.core._path("parked", fn)), action="unpark")
+                    self.gatekeeper.check_not_parked_elsewhere(comp, *ident, None)
+                    self.ports.check_host_ports(fn, pst.data, str(self.core.path("parked", fn)), action="unpark")
 
             check_others()
-            if self.core._hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest):
+            if self.core.hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest):
                 check_others()  # a pre-hook may have written a twin: judged again after the wait
-            payload = self.recovery._intent_base(fn, reason)
+            payload = self.recovery.intent_base(fn, reason)
             payload.update(digest=digest)
             intent = self.core.store.begin_intent("unpark", comp, payload)
             fsops.crashpoint("unpark:intent")
-            self._moved_or_undo(intent, self.core._path("parked", fn), self.core._path("live", fn), comp=comp,
+            self._moved_or_undo(intent, self.core.path("parked", fn), self.core.path("live", fn), comp=comp,
                                 expect_digest=digest, action="unpark")
             fsops.crashpoint("unpark:renamed")
             # looked at again under the lock, as after a park's rename: the bytes checked right
             # before the rename are what went live, even if a hand `mv` moved them on since
-            st = self.core._state_at("live", fn)
+            st = self.core.state_at("live", fn)
             if st is None or digest_of(st.data) != digest:
                 st = pst
             rec = self.core.store.park_of(comp)
-            with self.recovery._after_rename(f"{fn} is live again: the kubelet starts the pod"), \
+            with self.recovery.after_rename(f"{fn} is live again: the kubelet starts the pod"), \
                     self.core.store.after_intent():
-                version = self.recovery._record_unpark(comp, fn, st, payload)
+                version = self.recovery.record_unpark(comp, fn, st, payload)
                 self.core.store.end_intent(intent)
             parked_for = f" after {_human_duration(time.time() - rec.parked_at)}" if rec else ""
-            self.core._log(
+            self.core.log(
                 Event.UNPARKED, f"{comp}: unparked {fn}{parked_for}" + (f" ({reason})" if reason else ""),
                 priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest, reason=reason,
             )
-            self.core._hooks("post", "unpark", component=comp, file_name=fn, reason=reason, version=version.seq,
+            self.core.hooks("post", "unpark", component=comp, file_name=fn, reason=reason, version=version.seq,
                              digest=digest)
             return Result("unpark", comp, fn, True, f"{comp}: unparked {fn}{parked_for}{recovered_note}",
                           location="live", version=version, digest=digest, park=rec, warnings=warnings)
@@ -320,7 +320,7 @@ class Parker:
                 comp, fn = missing, self.core.store.park_of(missing).file_name  # type: ignore[union-attr]
             else:
                 target = self.core.resolve(name, allow_recorded=False)
-                found = self.scanner._scan_before_change(target.file_name)  # the parked copy's bytes are in history now
+                found = self.scanner.scan_before_change(target.file_name)  # the parked copy's bytes are in history now
                 target = self.core.resolve(target.file_name, allow_recorded=False)
                 comp, fn = target.component, target.file_name
                 if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
@@ -330,13 +330,13 @@ class Parker:
                 if not target.parked or self.core.store.park_of(comp) is None:
                     raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             rec = self.core.store.park_of(comp)
-            parked_st = self.core._state_at("parked", fn)
+            parked_st = self.core.state_at("parked", fn)
             parked_digest = digest_of(parked_st.data) if parked_st is not None else None
             parked_version = next((v for v in reversed(self.core.store.history(comp)) if v.digest == parked_digest),
                                   None)
-            live_too = self.core._path("live", fn).exists()
-            fsops.remove(self.core._path("parked", fn))
-            with self.recovery._after_rename(f"the parked copy of {fn} is deleted (its bytes are in history)",
+            live_too = self.core.path("live", fn).exists()
+            fsops.remove(self.core.path("parked", fn))
+            with self.recovery.after_rename(f"the parked copy of {fn} is deleted (its bytes are in history)",
                                              then="the park stands until it is closed; run the discard again"), \
                     self.core.store.transaction():
                 if parked_st is not None:  # a history row: the park's end, with the bytes it ended with
@@ -344,7 +344,7 @@ class Parker:
                         comp, fn, parked_st.data, action="discard", actor=self.core.actor.name,
                         actor_via=self.core.actor.via, reason=reason, mode=parked_st.mode, uid=parked_st.uid,
                         gid=parked_st.gid, location="parked")
-                live_st = self.core._state_at("live", fn) if live_too else None
+                live_st = self.core.state_at("live", fn) if live_too else None
                 if live_st is not None and (parked_st is None or live_st.data != parked_st.data):
                     # the live file the park is discarded for (a broken park: kubeadm's rollback
                     # put its backup back) is the component's current version from now on, so
@@ -364,7 +364,7 @@ class Parker:
                    + (f" (its bytes stay in history as version {seq})" if seq else "")
                    + ("; the live file stays and the kubelet runs it" if live_too else
                       "; nothing was started"))
-            self.core._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=seq,
+            self.core.log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=seq,
                            reason=reason, action="discard")
             return Result("unpark", comp, fn, True, msg, location=None, version=head, park=rec)
 
@@ -379,7 +379,7 @@ class Parker:
         for rec in self.core.store.parks():
             if component_of(rec.file_name) == rec.file_name:
                 continue
-            st = self.core._state_at("parked", rec.file_name)
+            st = self.core.state_at("parked", rec.file_name)
             ident = self.gatekeeper.pod_identity(st.data) if st is not None else None
             if ident is None:
                 continue
@@ -396,7 +396,7 @@ class Parker:
         the pod keeps running. Returns the note for the result (see :meth:`park`)."""
         leftover = component_of(fn) == fn
         if not (leftover or force):
-            odd = [(t, why) for t in twins if (why := self.gatekeeper._why_not_parkable(t)) is not None]
+            odd = [(t, why) for t in twins if (why := self.gatekeeper.why_not_parkable(t)) is not None]
             stray_twins = [t for t in twins if component_of(t) == t and t not in dict(odd)]
             hint = (f"rename or move {odd[0][0]} out of the directory first ({odd[0][1]}, so "
                     f"staticpodctl cannot park it), then park {comp}" if odd else
@@ -407,7 +407,7 @@ class Parker:
             raise Conflict(
                 f"{', '.join(twins)} also define{'s' if len(twins) == 1 else ''} pod {ident[0]}/{ident[1]}; "
                 f"parking {fn} would not stop the pod: the kubelet would go on running it from {twins[-1]}",
-                path=str(self.core._path("live", twins[-1])),
+                path=str(self.core.path("live", twins[-1])),
                 hint=hint,
             )
         if until is not None:
@@ -424,10 +424,10 @@ class Parker:
         when = ""
         if live is not None:
             when = time.strftime(" (modified %Y-%m-%dT%H:%M:%SZ)",
-                                 time.gmtime(os.stat(self.core._path("live", fn)).st_mtime))
+                                 time.gmtime(os.stat(self.core.path("live", fn)).st_mtime))
         return LiveFileExists(
             f"{fn} is live again{when} and differs from the parked copy; not overwriting it",
-            path=str(self.core._path("live", fn)),
+            path=str(self.core.path("live", fn)),
             hint=f"both are in history (staticpodctl history {_q(comp)}). To keep the live file (what the kubelet "
             f"runs now; e.g. kubeadm upgrade put its backup back): staticpodctl unpark {_q(comp)} --discard. "
             "To let the parked copy win: move the live file out of the directory (its bytes stay in "
@@ -447,7 +447,7 @@ class Parker:
         if kubelet_refuses(exc.findings) or rec is None or rec.digest != digest:
             raise exc
         codes = ", ".join(sorted({f.code for f in exc.findings if f.severity == "error"}))
-        return [OpWarning(str(self.core._path("live", fn)),
+        return [OpWarning(str(self.core.path("live", fn)),
                           f"put back although staticpodd's own rules refuse these bytes ({codes}): the kubelet runs "
                           "them, and they ran before the park; fix them with: staticpodctl edit "
                           f"{_q(comp)}", code="unparked-despite-strictness")]
@@ -472,7 +472,7 @@ class Parker:
         head = self.core.store.head(name) or self.core.store.head(component_of(name))
         if head is None or self.core.store.park_of(head.component) is None:
             return None
-        if self.core._path("parked", head.file_name).exists() or self.core._path("live", head.file_name).exists():
+        if self.core.path("parked", head.file_name).exists() or self.core.path("live", head.file_name).exists():
             return None
         return head.component
 
@@ -481,15 +481,15 @@ class Parker:
         and the kubelet already runs it. Delete the redundant parked copy (its bytes are recorded)
         and close the park. A crash between the two leaves the parked copy's removal for the next
         scan, which closes the park the same way."""
-        parked_path = self.core._path("parked", fn)
+        parked_path = self.core.path("parked", fn)
         fsops.remove(parked_path)
         rec = self.core.store.park_of(comp)
-        payload = self.recovery._intent_base(fn, reason)
+        payload = self.recovery.intent_base(fn, reason)
         with self.core.store.transaction():
             self.core.store.clear_observed(f"parked/{fn}")
-            version = self.recovery._record_unpark(comp, fn, live, payload)
+            version = self.recovery.record_unpark(comp, fn, live, payload)
         msg = f"{comp}: {fn} was already copied back by hand (identical bytes); removed the parked copy, park closed"
-        self.core._log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=version.seq,
+        self.core.log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, version=version.seq,
                        digest=version.digest, reason=reason)
         return Result("unpark", comp, fn, True, msg, location="live", version=version, digest=version.digest,
                       park=rec)
@@ -510,7 +510,7 @@ class Parker:
             if now is None or digest_of(now.data) != expect_digest:
                 self.core.store.end_intent(intent)
                 loc = "parked" if src.parent == self.core.layout.parked_dir else "live"
-                raise self.scanner._changed_meanwhile(comp, src.name, loc, action, expect_digest, expect_digest, now)
+                raise self.scanner.changed_meanwhile(comp, src.name, loc, action, expect_digest, expect_digest, now)
         try:
             fsops.move_noreplace(src, dst)
         except (FsError, LiveFileExists) as exc:

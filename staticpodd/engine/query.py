@@ -83,7 +83,7 @@ class Query:
         hit = known.get(f"{loc}/{file_name}")
         if hit is None:
             return None
-        sig = _stat_sig(self.core._path(loc, file_name))
+        sig = _stat_sig(self.core.path(loc, file_name))
         if sig is None or _sig_text(sig) != hit[0]:
             return None
         return hit[1], stat.S_IMODE(sig[4])
@@ -140,7 +140,7 @@ class Query:
                     digest, mode = fast
                 else:
                     try:
-                        st = self.core._state_at(loc, fn)
+                        st = self.core.state_at(loc, fn)
                     except FsError:
                         st = None
                     if loc == "live" and st is not None and head is None and (why := refused_link(st)) is not None:

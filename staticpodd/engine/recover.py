@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .core import EngineCore
 
 #: The hint of a change that reached the kubelet but could not be recorded (see
-#: :meth:`Recovery._after_rename`): the committed intent records it later.
+#: :meth:`Recovery.after_rename`): the committed intent records it later.
 RECORD_LATER_HINT = ("nothing is lost: once the store can be written again, run: "
                      "staticpodctl recover (the next staticpodctl or staticpodd start does it "
                      "too); it records this change from the interrupted operation")
@@ -64,39 +64,39 @@ class Recovery:
             outcome = "undone"
             if intent.op == "swap":
                 dst_loc = p["location"]
-                cur = self.core._state_at(dst_loc, fn)
+                cur = self.core.state_at(dst_loc, fn)
                 if cur is not None and digest_of(cur.data) == p["new_digest"]:
                     with self.core.store.transaction():
                         if p.get("external"):  # the bytes it replaced, recorded first, as they came
-                            self._record_external(intent.component, fn, dst_loc, p["external"])
-                        self._record_swap(intent.component, fn, dst_loc, cur.data, cur, p)
+                            self.record_external(intent.component, fn, dst_loc, p["external"])
+                        self.record_swap(intent.component, fn, dst_loc, cur.data, cur, p)
                         self.core.store.end_intent(intent.id)
                     outcome = "finished"
                 else:
                     fsops.remove(Path(p["staged"]))
                     with self.core.store.transaction():
                         if p.get("external"):  # they were on disk: history has them, as a scan would
-                            self._record_external(intent.component, fn, dst_loc, p["external"])
+                            self.record_external(intent.component, fn, dst_loc, p["external"])
                         self.core.store.end_intent(intent.id)
             elif intent.op in ("park", "unpark"):
                 src_loc, dst_loc = ("live", "parked") if intent.op == "park" else ("parked", "live")
-                src = self.core._state_at(src_loc, fn)
-                dst = self.core._state_at(dst_loc, fn)
+                src = self.core.state_at(src_loc, fn)
+                dst = self.core.state_at(dst_loc, fn)
                 if src is not None and dst is not None and src.ino == dst.ino:
                     # link() done, unlink() not: for park undo (drop the parked link), for unpark
                     # finish (the kubelet may already run the live file).
                     if intent.op == "park":
-                        fsops.remove(self.core._path(dst_loc, fn))
+                        fsops.remove(self.core.path(dst_loc, fn))
                         dst = None
                     else:
-                        fsops.remove(self.core._path(src_loc, fn))
+                        fsops.remove(self.core.path(src_loc, fn))
                         src = None
                 if dst is not None and src is None and digest_of(dst.data) == p["digest"]:
                     with self.core.store.transaction():
                         if intent.op == "park":
-                            self._record_park(intent.component, fn, dst, p)
+                            self.record_park(intent.component, fn, dst, p)
                         else:
-                            self._record_unpark(intent.component, fn, dst, p)
+                            self.record_unpark(intent.component, fn, dst, p)
                         self.core.store.end_intent(intent.id)
                     outcome = "finished"
                 else:
@@ -104,14 +104,14 @@ class Recovery:
             else:
                 self.core.store.end_intent(intent.id)
             out.append({"op": intent.op, "component": intent.component, "file_name": fn, "outcome": outcome})
-            self.core._log(
+            self.core.log(
                 Event.RECOVERED,
                 f"interrupted {intent.op} of {fn} (pid {intent.pid}) {outcome}",
                 priority=NOTICE, component=intent.component, file_name=fn, op=intent.op, outcome=outcome,
             )
         swept = fsops.sweep_staging(self.core.layout, keep=set()) if self.core.layout.staging_dir.is_dir() else []
         if swept:
-            self.core._log(
+            self.core.log(
                 Event.STAGING_SWEPT, f"removed {len(swept)} stale staging file(s)", priority=NOTICE,
                 count=len(swept),
             )
@@ -120,12 +120,12 @@ class Recovery:
 
     # -- recording helpers (each runs inside the caller's transaction) ----------------------------
 
-    def _record_swap(self, comp: str, fn: str, loc: str, data: bytes, st: Any, p: dict[str, Any]) -> Version:
+    def record_swap(self, comp: str, fn: str, loc: str, data: bytes, st: Any, p: dict[str, Any]) -> Version:
         v = self.core.store.record(
             comp, fn, data, action=p["action"], actor=p["actor"], actor_via=p.get("actor_via"),
             reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
         )
-        self.core._set_observed(comp, fn, loc, v.digest, st)
+        self.core.set_observed(comp, fn, loc, v.digest, st)
         reopen = p.get("reopen_park")
         if reopen and loc == "parked" and self.core.store.park_of(comp) is None:
             # the parked copy had gone missing; the copy is back, so is the park (its deadline too)
@@ -141,7 +141,7 @@ class Recovery:
                                                     rec.actor, rec.actor_via, rec.reason))
         return v
 
-    def _record_external(self, comp: str, fn: str, loc: str, ext: dict[str, Any]) -> Version | None:
+    def record_external(self, comp: str, fn: str, loc: str, ext: dict[str, Any]) -> Version | None:
         """Record bytes someone else wrote at ``loc``/``fn`` that an operation read, judged and
         replaced before recording them (the daemon's restore on a writer's close,
         :meth:`staticpodd.engine.swap.Swapper.restore_last_good` with ``unrecorded``), as the
@@ -162,7 +162,7 @@ class Recovery:
         self.core.store.set_observed(Observed(comp, fn, loc, digest, ext.get("mode"), ext.get("uid"), ext.get("gid")))
         return version
 
-    def _record_park(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> tuple[Version, ParkRecord]:
+    def record_park(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> tuple[Version, ParkRecord]:
         v = self.core.store.record(
             comp, fn, st.data, action="park", actor=p["actor"], actor_via=p.get("actor_via"),
             reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location="parked",
@@ -171,21 +171,21 @@ class Recovery:
                          p.get("reason"))
         self.core.store.set_park(rec)
         self.core.store.clear_observed(f"live/{fn}")
-        self.core._set_observed(comp, fn, "parked", v.digest, st)
+        self.core.set_observed(comp, fn, "parked", v.digest, st)
         return v, rec
 
-    def _record_unpark(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> Version:
+    def record_unpark(self, comp: str, fn: str, st: Any, p: dict[str, Any]) -> Version:
         v = self.core.store.record(
             comp, fn, st.data, action="unpark", actor=p["actor"], actor_via=p.get("actor_via"),
             reason=p.get("reason"), mode=st.mode, uid=st.uid, gid=st.gid, location="live",
         )
         self.core.store.clear_park(comp)
         self.core.store.clear_observed(f"parked/{fn}")
-        self.core._set_observed(comp, fn, "live", v.digest, st)
+        self.core.set_observed(comp, fn, "live", v.digest, st)
         return v
 
     @contextmanager
-    def _after_rename(self, done: str, *, then: str | None = None) -> Iterator[None]:
+    def after_rename(self, done: str, *, then: str | None = None) -> Iterator[None]:
         """Recording after the rename: a store failure here (a full disk at COMMIT) must say that
         the change already reached the kubelet, and that it will be recorded: the intent was
         committed before the rename, so :meth:`recover` (run by ``staticpodctl recover`` and by
@@ -200,5 +200,5 @@ class Recovery:
                 details={"reached_kubelet": True, "recorded": False},
             ) from exc
 
-    def _intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
+    def intent_base(self, fn: str, reason: str | None) -> dict[str, Any]:
         return {"file_name": fn, "actor": self.core.actor.name, "actor_via": self.core.actor.via, "reason": reason}

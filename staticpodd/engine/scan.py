@@ -61,24 +61,24 @@ class Scanner:
         the daemon's restore on a writer's close: what it records is still on disk, and the
         restore's intent, committed synced before its rename, makes the record durable first.
         """
-        self.core._listing = None
+        self.core.listing = None
         try:
             if self.core.store.readonly:
                 return self._scan(names, validate=validate, log=log)
             with self.core.store.transaction() if synced else self.core.store.relaxed():
                 return self._scan(names, validate=validate, log=log)
         finally:
-            self.core._listing = None
+            self.core.listing = None
 
     def _scan(self, names: Iterable[str] | None, *, validate: bool, log: bool) -> list[Change]:
         store = self.core.store
         observed = store.observed()
         live = self.core.live_names()
         parked = self.core.parked_names()
-        self.core._listing = live + parked  # component_for's siblings, for the rest of this scan
-        for odd in sorted(self.core.untrackable - self.core._untrackable_logged):
-            self.core._untrackable_logged.add(odd)
-            self.core._log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
+        self.core.listing = live + parked  # component_for's siblings, for the rest of this scan
+        for odd in sorted(self.core.untrackable - self.core.untrackable_logged):
+            self.core.untrackable_logged.add(odd)
+            self.core.log(Event.DIRECTORY_PROBLEM, f"{printable_name(odd)}: file name is not valid UTF-8; the kubelet "
                            "reads it but its versions cannot be recorded (rename it)", priority=WARNING,
                            file_name=printable_name(Path(odd).name), kind="name-not-utf8")
         self._log_names_taken()
@@ -112,7 +112,7 @@ class Scanner:
             if sig is None:
                 sig = _stat_sig(base[loc] + fn)
             try:
-                actual[key] = self.core._state_at(loc, fn)
+                actual[key] = self.core.state_at(loc, fn)
             except FsError:
                 actual[key] = None
             st_read = actual[key]
@@ -136,7 +136,7 @@ class Scanner:
                             "mode-changed", component=comp, file_name=fn, actor=EXTERNAL,
                             details={"location": loc, "before": _mode_dict(obs), "after": _mode_dict(st)},
                         )
-                        self.core._set_observed(comp, fn, loc, digest, st)
+                        self.core.set_observed(comp, fn, loc, digest, st)
                         changes.append(Change(comp, fn, loc, "mode-changed", digest))
                     continue
                 head = store.head(comp)
@@ -151,7 +151,7 @@ class Scanner:
                     kind = "modified" if loc == "live" else "parked-copy-edited"
                 park = store.park_of(comp)
                 if loc == "live" and park is not None:
-                    parked_st = actual.get(other_key) if other_key in actual else self.core._state_at("parked", fn)
+                    parked_st = actual.get(other_key) if other_key in actual else self.core.state_at("parked", fn)
                     if parked_st is not None:
                         kind = "park-broken"
                     else:
@@ -169,20 +169,20 @@ class Scanner:
                 else:
                     store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
                                        details={"location": loc, "digest": digest})
-                self.core._set_observed(comp, fn, loc, digest, st)
+                self.core.set_observed(comp, fn, loc, digest, st)
                 ch = Change(comp, fn, loc, kind, digest, version)
                 if validate and loc == "live":
-                    ch.valid, ch.findings = self.gatekeeper._verdict(st.data, str(self.core.layout.manifest_dir / fn),
+                    ch.valid, ch.findings = self.gatekeeper.verdict(st.data, str(self.core.layout.manifest_dir / fn),
                                                                      comp)
                 changes.append(ch)
                 if not log:
                     pass
                 elif adopting:
-                    self.core._log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
+                    self.core.log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
                                    component=comp, file_name=fn, version=version, digest=digest, kind=kind,
                                    location=loc, actor=EXTERNAL)
                 else:
-                    self.core._log(
+                    self.core.log(
                         Event.DRIFT_RECORDED,
                         f"{fn}: {kind} by someone else" + (f", recorded as version {version}" if version else ""),
                         priority=WARNING, component=comp, file_name=fn, version=version, digest=digest,
@@ -203,7 +203,7 @@ class Scanner:
                     continue  # no park to stand: e.g. it just ended by a hand write-back (reported above)
                 changes.append(Change(comp, fn, loc, kind, obs.digest))
                 if log:
-                    self.core._log(
+                    self.core.log(
                         Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
                         component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
                     )
@@ -215,12 +215,12 @@ class Scanner:
         kind ``name-taken``): its name is another file's component, so it is not tracked. Said
         again if it comes back after the name was free (a collision is a state)."""
         now = {(loc, fn, owner) for (loc, fn), owner in self.core.names_taken.items()}
-        for loc, fn, owner in sorted(now - self.core._taken_logged):
+        for loc, fn, owner in sorted(now - self.core.taken_logged):
             reason, fix = self.core.taken_reason(fn, owner)
             where = "the kubelet reads it but" if loc == "live" else "a file in the parked directory:"
-            self.core._log(Event.DIRECTORY_PROBLEM, f"{fn}: {reason}; {where} staticpodd does not track it ({fix})",
+            self.core.log(Event.DIRECTORY_PROBLEM, f"{fn}: {reason}; {where} staticpodd does not track it ({fix})",
                            priority=WARNING, file_name=fn, location=loc, owner=owner, kind="name-taken")
-        self.core._taken_logged = now
+        self.core.taken_logged = now
 
     def _link_not_recorded(self, fn: str, st: fsops.FileState) -> bool:
         """True (and journaled once, DIRECTORY_PROBLEM kind ``symlink-not-recorded``) when live
@@ -232,7 +232,7 @@ class Scanner:
         if why is None:
             return False
         if fn not in self.core.links_not_recorded:
-            self.core._log(Event.DIRECTORY_PROBLEM, f"{printable_name(fn)}: a symlink to a file that is not a pod "
+            self.core.log(Event.DIRECTORY_PROBLEM, f"{printable_name(fn)}: a symlink to a file that is not a pod "
                            f"manifest ({why}); the kubelet skips it; its bytes are not recorded (remove the link)",
                            priority=WARNING, file_name=printable_name(fn), kind="symlink-not-recorded")
         self.core.links_not_recorded[fn] = why
@@ -242,7 +242,7 @@ class Scanner:
         if read_sigs and not self.core.store.readonly:
             self.core.store.set_sigs(read_sigs)
 
-    def _scan_before_change(self, file_name: str) -> list[Change]:
+    def scan_before_change(self, file_name: str) -> list[Change]:
         """Record drift before a change, of the whole directory (live files and parked copies):
         without the daemon this is the only moment a hand edit to any manifest gets recorded, so
         nothing anyone wrote is lost. Only records: a file caught half-written by another writer
@@ -256,7 +256,7 @@ class Scanner:
         into the store: it is recorded once as a ``too-large`` event (size only). Returns True
         when the file was handled so."""
         try:
-            size = os.stat(self.core._path(loc, fn)).st_size
+            size = os.stat(self.core.path(loc, fn)).st_size
         except OSError:
             return False
         if size <= fsops.KUBELET_MAX_BYTES:
@@ -269,20 +269,20 @@ class Scanner:
                                          details={"location": loc, "size": size})
             self.core.store.set_observed(Observed(comp, fn, loc, marker, None, None, None))
             changes.append(Change(comp, fn, loc, "too-large", None))
-            self.core._log(Event.DRIFT_RECORDED, f"{fn}: {size} bytes, over the kubelet's 10 MB limit; not recorded",
+            self.core.log(Event.DRIFT_RECORDED, f"{fn}: {size} bytes, over the kubelet's 10 MB limit; not recorded",
                            priority=WARNING, component=comp, file_name=fn, kind="too-large", size=size, actor=EXTERNAL)
         return True
 
     # -- a file that may change under us ----------------------------------------------------------
 
-    def _settled_state(self, comp: str, loc: str, fn: str, action: str) -> fsops.FileState | None:
+    def settled_state(self, comp: str, loc: str, fn: str, action: str) -> fsops.FileState | None:
         """The file at ``loc``/``fn`` as it is now, with its bytes recorded: the drift scan ran just
         before, and a write between that scan and this read is scanned (recorded) again, so the
         digest a changing verb judges, and compares right before its rename, is always one that
         is in history. Raises ChangedMeanwhile when the file will not hold still (five reads)."""
         key = f"{loc}/{fn}"
         for _ in range(5):
-            st = self.core._state_at(loc, fn)
+            st = self.core.state_at(loc, fn)
             obs = self.core.store.observed().get(key)
             if st is None:
                 if obs is None:
@@ -294,16 +294,16 @@ class Scanner:
             self.scan([fn])
         raise ChangedMeanwhile(
             f"{fn} keeps changing while {action} tries to read it (another writer is at work); nothing was changed",
-            path=str(self.core._path(loc, fn)), hint=f"wait for the other writer, then run the {action} again")
+            path=str(self.core.path(loc, fn)), hint=f"wait for the other writer, then run the {action} again")
 
-    def _changed_meanwhile(self, comp: str, fn: str, loc: str, action: str, judged: str | None, refused: str,
+    def changed_meanwhile(self, comp: str, fn: str, loc: str, action: str, judged: str | None, refused: str,
                            now: fsops.FileState | None) -> ChangedMeanwhile:
         """Record the write that landed between judging and renaming (as drift, actor external)
         and build the refusal naming both versions."""
         judged_seq = next((v.seq for v in reversed(self.core.store.history(comp)) if v.digest == judged), None)
         self.scan([fn])
         after = self.core.store.head(comp)
-        path = str(self.core._path(loc, fn))
+        path = str(self.core.path(loc, fn))
         moving = action in ("park", "unpark")
         what = action if moving else f"{action} of {refused[:12]}"
         tail = "nothing was moved" if moving else "your manifest was not put in place"
@@ -322,7 +322,7 @@ class Scanner:
             hint = (f"see what changed: staticpodctl diff {_q(comp)} {judged_seq} {rec}; then run the {action} "
                     "again to replace it" if judged_seq is not None and rec is not None else
                     f"see: staticpodctl history {_q(comp)}; then run the {action} again")
-        self.core._log(Event.DRIFT_RECORDED, f"{comp}: {action} refused: {fn} changed after it was judged",
+        self.core.log(Event.DRIFT_RECORDED, f"{comp}: {action} refused: {fn} changed after it was judged",
                        priority=WARNING, component=comp, file_name=fn, version=rec, digest=refused,
                        previous_digest=judged, kind="changed-meanwhile", action=action)
         return ChangedMeanwhile(msg, path=path, hint=hint,
@@ -353,7 +353,7 @@ class Scanner:
         out: dict[str, Path | StaticpodError] = {}
         with self.core.nothing_changed_on_error(), self.guard.locked():
             fsops.ensure_private_dirs(self.core.layout)
-            present = [fn for fn in file_names if self.core._path("live", fn).is_file()]
+            present = [fn for fn in file_names if self.core.path("live", fn).is_file()]
             for fn in file_names:
                 if fn not in present:
                     out[fn] = UnknownComponent(f"no file {fn!r} in {self.core.layout.manifest_dir}")
@@ -380,13 +380,13 @@ class Scanner:
     def _quarantine_one(self, file_name: str, reason: str, stamp: str) -> Path:
         """Move one scanned stray into the quarantine directory (no fsync: the caller's), then
         record and journal it. Raises UnknownComponent, FsError."""
-        st = self.core._state_at("live", file_name)
+        st = self.core.state_at("live", file_name)
         if st is None:
             raise UnknownComponent(f"no file {file_name!r} in {self.core.layout.manifest_dir}")
         # a file named like another file's component is none: not recorded (it has no history
         # to go in), its event names no component; its bytes are in the quarantine directory
         comp = None if self.core.name_owner(file_name) is not None else self.core.component_for(file_name)
-        src = self.core._path("live", file_name)
+        src = self.core.path("live", file_name)
         dst = self.core.layout.quarantine_dir / f"{file_name}.{stamp}"
         n = 1
         while dst.exists():
@@ -396,7 +396,7 @@ class Scanner:
         self.core.store.clear_observed(f"live/{file_name}")
         self.core.store.record_event("quarantined", component=comp, file_name=file_name, actor=self.core.actor.name,
                                      reason=reason, details={"digest": digest_of(st.data), "to": str(dst)})
-        self.core._log(Event.STRAY_QUARANTINED, f"moved stray {file_name} to {dst}", priority=WARNING,
+        self.core.log(Event.STRAY_QUARANTINED, f"moved stray {file_name} to {dst}", priority=WARNING,
                        component=comp, file_name=file_name, digest=digest_of(st.data), reason=reason,
                        quarantine_path=str(dst))
         return dst

@@ -214,7 +214,7 @@ class Swapper:
             return self._unchanged(req, s)
         if req.check:
             return self._would(req, s)
-        if self.core._hooks("pre", _HOOK_VERB.get(req.action, "apply"), component=s.comp, file_name=s.fn,
+        if self.core.hooks("pre", _HOOK_VERB.get(req.action, "apply"), component=s.comp, file_name=s.fn,
                             reason=req.reason, digest=digest_of(req.data)) and (s.loc == "live" or req.unpark):
             self._check_others(req, s)  # a pre-hook may have written a twin: judged again after the wait
         staged = self._staged(req, s)
@@ -235,7 +235,7 @@ class Swapper:
         lost_park = (self.core.store.park_of(comp) if target.location is None and self.core.layout.db_path.exists()
                      else None)
         if not req.check and req.action != "restore":
-            self.scanner._scan_before_change(fn)  # records the parked copy's removal (and closes the park)
+            self.scanner.scan_before_change(fn)  # records the parked copy's removal (and closes the park)
             target = self.core.resolve(fn) if (target.live or target.parked) else target
         loc = "parked" if target.parked and not target.live else "live"
         if lost_park is not None and target.location is None:
@@ -244,13 +244,13 @@ class Swapper:
 
     def _current(self, req: ApplyRequest, s: _Swap) -> fsops.FileState | None:
         """Step 2: the bytes the swap replaces (None: a new file), recorded before they are judged
-        (:meth:`Scanner._settled_state`), unless a restoring caller read them (``unrecorded``)."""
+        (:meth:`Scanner.settled_state`), unless a restoring caller read them (``unrecorded``)."""
         if req.check:
-            return self.core._state_at(s.loc, s.fn) if s.present else None
+            return self.core.state_at(s.loc, s.fn) if s.present else None
         if req.unrecorded is not None:
             assert s.loc == "live", "unrecorded bytes are a live file's, read under this lock"
             return req.unrecorded  # read and judged by the caller; recorded after the rename
-        return self.scanner._settled_state(s.comp, s.loc, s.fn, req.action)
+        return self.scanner.settled_state(s.comp, s.loc, s.fn, req.action)
 
     def _check_expected(self, req: ApplyRequest, s: _Swap) -> None:
         """Step 3: with ``expect_digest``, refuse when the current bytes are not those (an edit's
@@ -263,9 +263,9 @@ class Swapper:
                 f"staticpodctl diff {_q(comp)} {head.seq - 1} {head.seq}" if head is not None and head.seq > 1
                 else f"see its history with: staticpodctl history {_q(comp)}")
         if req.action == "edit":
-            raise Conflict(f"{s.fn} changed while you were editing it", path=str(self.core._path(s.loc, s.fn)),
+            raise Conflict(f"{s.fn} changed while you were editing it", path=str(self.core.path(s.loc, s.fn)),
                            hint=hint)
-        raise self.scanner._changed_meanwhile(comp, s.fn, s.loc, req.action, req.expect_digest,
+        raise self.scanner.changed_meanwhile(comp, s.fn, s.loc, req.action, req.expect_digest,
                                               digest_of(req.data), s.cur) from None
 
     def _judge(self, req: ApplyRequest, s: _Swap) -> None:
@@ -275,20 +275,20 @@ class Swapper:
         if req.gated is not None:
             s.manifest, s.warnings = req.gated
         elif req.check:
-            s.manifest, s.warnings = self.gatekeeper._gate_ro(req.data, req.source)
+            s.manifest, s.warnings = self.gatekeeper.gate_ro(req.data, req.source)
         else:
             s.manifest, s.warnings = self.gatekeeper.gate(req.data, req.source, component=s.comp)
         manifest = s.manifest
         if not req.rename and req.action in ("apply", "edit", "rollback"):
             # a rollback's version was in force once, but the kubelet would still stop one pod and
             # start another: refused as an apply is, unless asked for (--rename)
-            self.gatekeeper._check_identity_kept(s.comp, s.fn, s.cur_data, manifest.namespace, manifest.name,
+            self.gatekeeper.check_identity_kept(s.comp, s.fn, s.cur_data, manifest.namespace, manifest.name,
                                                  req.action)
         elif req.action == "rollback":
-            old_ident = self.gatekeeper._current_identity(s.comp, s.cur_data)
+            old_ident = self.gatekeeper.current_identity(s.comp, s.cur_data)
             if old_ident is not None and old_ident != (manifest.namespace, manifest.name):
                 s.warnings = [*s.warnings, OpWarning(
-                    str(self.core._path(s.loc, s.fn)),
+                    str(self.core.path(s.loc, s.fn)),
                     f"this version defines pod {manifest.namespace}/{manifest.name}, the current one "
                     f"{old_ident[0]}/{old_ident[1]}: the kubelet stops one and starts the other",
                     code="pod-renamed")]
@@ -301,15 +301,15 @@ class Swapper:
         namespace, name = s.manifest.namespace, s.manifest.name
         with self.gatekeeper.one_look():  # one listing and one stat per file for all these checks
             try:
-                self.gatekeeper._check_no_duplicate(s.fn, namespace, name)
+                self.gatekeeper.check_no_duplicate(s.fn, namespace, name)
             except Conflict as exc:
                 if s.cur is not None or req.action != "apply":
                     raise
                 raise self._new_file_would_duplicate(s.comp, s.fn, namespace, name, exc) from None
-            self.gatekeeper._check_not_parked_elsewhere(s.comp, namespace, name,
+            self.gatekeeper.check_not_parked_elsewhere(s.comp, namespace, name,
                                                         s.cur_data if s.loc == "live" else None)
             if req.action != "restore":
-                self.ports._check_host_ports(s.fn, req.data, req.source, action=req.action, doc=s.manifest.doc)
+                self.ports.check_host_ports(s.fn, req.data, req.source, action=req.action, doc=s.manifest.doc)
 
     def _diff_of(self, req: ApplyRequest, s: _Swap) -> tuple[str, dict[str, str]]:
         """The diff shown and the (before, after) pair of ``--diff``: made for the result only
@@ -329,7 +329,7 @@ class Swapper:
                      version=self.core.store.head(comp) if self.core.layout.db_path.exists() else None,
                      previous_digest=s.old_digest, digest=new_digest, diff="", warnings=s.warnings, check=req.check)
         if not req.check and not (loc == "parked" and req.unpark):
-            self.core._log(Event.UNCHANGED, f"{comp}: {req.action} with identical bytes, nothing changed",
+            self.core.log(Event.UNCHANGED, f"{comp}: {req.action} with identical bytes, nothing changed",
                            component=comp, file_name=fn, digest=new_digest, reason=req.reason, action=req.action)
         return res
 
@@ -358,7 +358,7 @@ class Swapper:
             if cur.is_symlink:
                 raise Conflict(
                     f"{s.fn} is a symlink; staticpodd does not write through links",
-                    path=str(self.core._path(s.loc, s.fn)),
+                    path=str(self.core.path(s.loc, s.fn)),
                     hint="replace the link with a regular file first",
                 )
         else:
@@ -375,7 +375,7 @@ class Swapper:
         or undoes): ``(intent id, payload, external)``. ``external``: the unrecorded bytes the
         swap replaces (stored with the intent), None when there are none. A store that cannot
         commit it removes the staging file and raises StoreError."""
-        payload = self.recovery._intent_base(s.fn, req.reason)
+        payload = self.recovery.intent_base(s.fn, req.reason)
         payload.update(action=req.action, location=s.loc, staged=str(staged), new_digest=digest_of(req.data),
                        old_digest=s.old_digest)
         lost_park = s.lost_park
@@ -411,13 +411,13 @@ class Swapper:
         recorded, and ChangedMeanwhile (or the FsError, "nothing was changed") raised."""
         comp, fn, loc = s.comp, s.fn, s.loc
         old_digest, new_digest = s.old_digest, digest_of(req.data)
-        dst = self.core._path(loc, fn)
+        dst = self.core.path(loc, fn)
         try:
             return fsops.replace_checked(staged, dst, old_digest)
         except fsops.ChangedUnderfoot as exc:
             fsops.remove(staged)
             ext = self._end_unrenamed(intent, comp, fn, loc, external)
-            err = self.scanner._changed_meanwhile(comp, fn, loc, req.action, old_digest, new_digest, exc.state)
+            err = self.scanner.changed_meanwhile(comp, fn, loc, req.action, old_digest, new_digest, exc.state)
             if ext is not None:
                 err.details["external_version"] = ext.seq
             raise err from None
@@ -443,15 +443,15 @@ class Swapper:
         version or None)``; a store failure says the change reached the kubelet (StoreError)."""
         comp, fn, loc = s.comp, s.fn, s.loc
         new_digest = digest_of(req.data)
-        dst = self.core._path(loc, fn)
+        dst = self.core.path(loc, fn)
         fsops.crashpoint("swap:renamed")
         st = fsops.read_state(dst)
         assert st is not None
-        with self.recovery._after_rename(f"{fn} is in place: the kubelet runs the new manifest ({new_digest[:12]})"
+        with self.recovery.after_rename(f"{fn} is in place: the kubelet runs the new manifest ({new_digest[:12]})"
                                          if loc == "live" else
                                          f"the parked copy of {fn} is updated ({new_digest[:12]})"), \
                 self.core.store.transaction():
-            ext = self.recovery._record_external(comp, fn, loc, external) if external is not None else None
+            ext = self.recovery.record_external(comp, fn, loc, external) if external is not None else None
             if late is not None:  # written in the instant between the check and the swap: kept in history
                 lv = self.core.store.record(comp, fn, late.data, action="external", actor=EXTERNAL,
                                             reason=f"written during the {req.action} swap", mode=late.mode,
@@ -459,9 +459,9 @@ class Swapper:
                 s.warnings = [*s.warnings, OpWarning(
                     str(dst), f"{fn} was written by someone else in the instant of the swap; that write is "
                     f"recorded as version {lv.seq} ({lv.digest[:12]}) and was replaced", code="changed-meanwhile")]
-            version = self.recovery._record_swap(comp, fn, loc, req.data, st, payload)
+            version = self.recovery.record_swap(comp, fn, loc, req.data, st, payload)
             if req.gated is not None:  # what gate() caches, for bytes judged by judge_recorded()
-                self.gatekeeper._cache_passed(new_digest, s.manifest)
+                self.gatekeeper.cache_passed(new_digest, s.manifest)
             self.core.store.end_intent(intent)
         fsops.crashpoint("swap:recorded")
         return version, ext
@@ -475,12 +475,12 @@ class Swapper:
         diff, pair = self._diff_of(req, s)
         event = Event.PARKED_COPY_UPDATED if loc == "parked" else _EVENT.get(action, Event.APPLIED)
         if action != "restore":
-            self.core._log(
+            self.core.log(
                 event, f"{comp}: {action} version {version.seq} ({new_digest[:12]}) to {loc} {fn}",
                 priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=new_digest,
                 previous_digest=s.old_digest, reason=req.reason, action=action, location=loc,
             )
-        self.core._hooks("post", _HOOK_VERB.get(action, "apply"), component=comp, file_name=fn, reason=req.reason,
+        self.core.hooks("post", _HOOK_VERB.get(action, "apply"), component=comp, file_name=fn, reason=req.reason,
                          version=version.seq, digest=new_digest)
         msg = f"{comp}: {action} version {version.seq} ({new_digest[:12]}) -> {fn}"
         if loc == "parked":
@@ -497,7 +497,7 @@ class Swapper:
         unrecorded (``external``) are still what was there: recorded in the same transaction.
         Returns their version (None: nothing to record, or only an event was)."""
         with self.core.store.transaction():
-            ext = self.recovery._record_external(comp, fn, loc, external) if external is not None else None
+            ext = self.recovery.record_external(comp, fn, loc, external) if external is not None else None
             self.core.store.end_intent(intent)
         return ext
 
@@ -544,7 +544,7 @@ class Swapper:
                 )
             # the newest one that passes the gate: a broken hand edit in history is skipped
             valid = [v for v in candidates
-                     if self.gatekeeper._verdict(self.core.store.data(v.digest), f"{comp}@{v.seq}", comp)[0]]
+                     if self.gatekeeper.verdict(self.core.store.data(v.digest), f"{comp}@{v.seq}", comp)[0]]
             if not valid:
                 raise Conflict(
                     f"{comp} has no earlier version that passes validation",
@@ -612,7 +612,7 @@ class Swapper:
         try:
             target = self.core.resolve(name)
             with self.core.store.transaction():
-                ext = self.recovery._record_external(target.component, target.file_name, "live", {
+                ext = self.recovery.record_external(target.component, target.file_name, "live", {
                     "digest": self.core.store.keep_bytes(unrecorded.data), "mode": unrecorded.mode,
                     "uid": unrecorded.uid, "gid": unrecorded.gid, "reason": "found modified"})
         except StaticpodError:
@@ -631,8 +631,8 @@ class Swapper:
         bad = digest_of(cur) if present else None  # an emptied file has a digest too (B05-empty.yaml)
         if judged_digest is not None and unrecorded is None:
             if bad != judged_digest:
-                now = self.core._state_at("live", target.file_name)
-                err = self.scanner._changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
+                now = self.core.state_at("live", target.file_name)
+                err = self.scanner.changed_meanwhile(comp, target.file_name, "live", "restore", judged_digest,
                                                       judged_digest, now)
                 err.message = (f"{target.file_name} changed after it was judged invalid "
                                f"({judged_digest[:12]}); not restored: the new write is recorded"
