@@ -19,7 +19,7 @@ from ..errors import AlreadyParked, Conflict, FsError, InvalidManifest, LiveFile
 from ..journal import NOTICE, Event
 from ..layout import component_of
 from ..store import digest_of, iso
-from .model import OpWarning, Result, _human_duration, _q
+from .model import OpWarning, Result, Target, _human_duration, _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .core import EngineCore, Guard
     from .gate import Gatekeeper
     from .hostports import Ports
+    from .model import Change
     from .recover import Recovery
     from .scan import Scanner
     from .swap import ApplyRequest, Swapper
@@ -102,42 +103,9 @@ class Parker:
             target = self.core.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
             if not target.live:
-                rec = self.core.store.park_of(comp)
-                detail = ""
-                if rec:
-                    detail = f" since {iso(rec.parked_at)} by {rec.actor}" + (
-                        f" until {iso(rec.until)}" if rec.until else ""
-                    ) + (f" ({rec.reason})" if rec.reason else "")
-                raise AlreadyParked(f"{comp} is already parked{detail}",
-                                    hint=f"bring it back with: staticpodctl unpark {_q(comp)}")
-            replaced_note = ""
-            if target.parked:
-                old = self.core.state_at("parked", fn)
-                if old is not None and self.core.store.knows_digest(comp, digest_of(old.data)):
-                    fsops.remove(self.core.path("parked", fn))
-                    self.core.store.clear_observed(f"parked/{fn}")
-                    self.core.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
-                                                 actor=self.core.actor.name, details={"digest": digest_of(old.data)})
-                    replaced_note = (f"; the older parked copy ({digest_of(old.data)[:12]}) was replaced "
-                                     f"(its bytes stay in history: staticpodctl history {_q(comp)})")
-                else:
-                    raise Conflict(
-                        f"a parked copy of {fn} exists that is not recorded",
-                        path=str(self.core.path("parked", fn)),
-                        hint="move it away by hand (it is your only copy), then park again",
-                    )
-            st = self.core.state_at("live", fn)
-            if st is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
-                raise Conflict(f"{fn} was moved or removed meanwhile (not by staticpodd); nothing was changed",
-                               path=str(self.core.path("live", fn)),
-                               hint=f"see where it went: staticpodctl status; then park {_q(comp)} again if needed")
-            if st.is_symlink:
-                raise Conflict(
-                    f"{fn} is a symlink (to {os.readlink(self.core.path('live', fn))}); parking would move the link, "
-                    "not the manifest, and a relative link would dangle while parked",
-                    path=str(self.core.path("live", fn)),
-                    hint="replace the link with a regular file (cp --remove-destination TARGET LINK), then park",
-                )
+                raise self._already_parked(comp)
+            replaced_note = self._replace_stale_parked_copy(comp, fn) if target.parked else ""
+            st = self._live_to_park(comp, fn)
             ident = self.gatekeeper.pod_identity(st.data)
             twins = self.gatekeeper.files_defining(ident, besides=fn) if ident is not None else []
             twins_note = ""
@@ -195,45 +163,13 @@ class Parker:
         """
         with self.core.nothing_changed_on_error(), self.guard.locked():
             fsops.ensure_private_dirs(self.core.layout)  # refuses another user's parked directory
-            recovered_note = ""
-            try:
-                target = self.core.resolve(name, allow_recorded=False)
-            except Conflict:
-                missing = self._park_with_missing_copy(name)
-                if missing is None:
-                    raise
-                # the parked copy is gone but the park stands: put the parked bytes back as the
-                # parked copy (validated, recorded, atomic), then unpark it as usual. The version the
-                # park record names, not the newest: a hand copy written (and recorded) while the
-                # park stood is newer, and is not what was parked
-                rec = self.core.store.park_of(missing)
-                parked_seq = next((v.seq for v in reversed(self.core.store.history(missing))
-                                   if rec is not None and v.digest == rec.digest), None)
-                back = self.swapper.rollback(missing, to=parked_seq, rename=True,  # the bytes that were parked
-                                             reason=reason or "unpark: the parked copy was gone")
-                seq = back.version.seq if back.version is not None else "?"
-                recovered_note = f" (its parked copy was gone: version {seq} put back from history)"
-                target = self.core.resolve(name, allow_recorded=False)
+            target, recovered_note = self._unpark_target(name, reason)
             found = self.scanner.scan_before_change(target.file_name)
             target = self.core.resolve(target.file_name, allow_recorded=False)
             comp, fn = target.component, target.file_name
-            if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
-                return Result("unpark", comp, fn, False,
-                              f"{comp}: {fn} was already moved back by hand; its park record is now closed",
-                              location="live")
-            if target.live and not target.parked and self.core.store.park_of(comp) is not None:
-                # the parked copy was removed by hand (seen now or by an earlier scan) and a live file
-                # runs: the park is over; close its record, which the message has always claimed
-                with self.core.store.transaction():
-                    self.core.store.clear_park(comp)
-                    self.core.store.record_event("park-closed", component=comp, file_name=fn,
-                                                 actor=self.core.actor.name,
-                                                 details={"reason": reason,
-                                                          "why": "parked copy removed, live file kept"})
-                msg = f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is now closed"
-                self.core.log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, reason=reason,
-                               action="close")
-                return Result("unpark", comp, fn, True, msg, location="live")
+            over = self._park_already_over(target, found, reason)
+            if over is not None:
+                return over
             if not target.parked:
                 raise NotParked(f"{comp} is not parked", hint="see: staticpodctl status")
             if target.live:
@@ -242,46 +178,13 @@ class Parker:
                 if live is not None and parked_st is not None and live.data == parked_st.data:
                     return self._close_park_copied_back(comp, fn, live, reason)
                 raise self._live_again(comp, fn, live)
-            pst = self.core.state_at("parked", fn)
-            if pst is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
-                raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
-                               "nothing was changed", path=str(self.core.path("parked", fn)),
-                               hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
-            from ..trust import owner_mode_problem, untrusted
-
-            bad = owner_mode_problem(pst.uid, pst.mode)
-            if bad:  # another user could have swapped it for a pod of theirs: never put it live
-                raise untrusted(self.core.path("parked", fn), "parked copy", bad)
+            pst = self._parked_to_unpark(comp, fn)
             digest = digest_of(pst.data)
-            from ..resources import validator_id
-
-            ident: tuple[str, str] | None
-            warnings: list[OpWarning] = []
-            if self.core.store.verdict(digest, validator_id()) is not True:
-                try:
-                    manifest, _ = self.gatekeeper.gate(pst.data, str(self.core.path("parked", fn)), component=comp)
-                    ident = (manifest.namespace, manifest.name)
-                except InvalidManifest as exc:
-                    warnings = self._ran_before_the_park(comp, fn, digest, exc)  # or raises exc
-                    ident = self.gatekeeper.pod_identity(pst.data)
-            else:  # these exact bytes passed this exact validator before
-                ident = self.gatekeeper.pod_identity(pst.data)
-            def check_others() -> None:  # the live files the pod would join
-                with self.gatekeeper.one_look():  # one listing and one stat per file for all these checks
-                    check_against_others()
-
-            def check_against_others() -> None:
-                if ident:
-                    try:
-                        self.gatekeeper.check_no_duplicate(fn, *ident)
-                    except Conflict as exc:
-                        raise self._unpark_would_duplicate(comp, exc) from None
-                    self.gatekeeper.check_not_parked_elsewhere(comp, *ident, None)
-                    self.ports.check_host_ports(fn, pst.data, str(self.core.path("parked", fn)), action="unpark")
-
-            check_others()
+            ident, warnings = self._judge_parked(comp, fn, pst)
+            self._check_unpark_others(comp, fn, pst, ident)
             if self.core.hooks("pre", "unpark", component=comp, file_name=fn, reason=reason, digest=digest):
-                check_others()  # a pre-hook may have written a twin: judged again after the wait
+                # a pre-hook may have written a twin: judged again after the wait
+                self._check_unpark_others(comp, fn, pst, ident)
             payload = self.recovery.intent_base(fn, reason)
             payload.update(digest=digest)
             intent = self.core.store.begin_intent("unpark", comp, payload)
@@ -388,6 +291,146 @@ class Parker:
         return out
 
     # -- park helpers ------------------------------------------------------------------------------
+
+    def _already_parked(self, comp: str) -> AlreadyParked:
+        """The refusal of a park of ``comp``, which has no live file: who parked it, when, until
+        when and why, from its park record."""
+        rec = self.core.store.park_of(comp)
+        detail = ""
+        if rec:
+            detail = f" since {iso(rec.parked_at)} by {rec.actor}" + (
+                f" until {iso(rec.until)}" if rec.until else ""
+            ) + (f" ({rec.reason})" if rec.reason else "")
+        return AlreadyParked(f"{comp} is already parked{detail}",
+                             hint=f"bring it back with: staticpodctl unpark {_q(comp)}")
+
+    def _replace_stale_parked_copy(self, comp: str, fn: str) -> str:
+        """A parked copy beside the live file ``fn`` that a park is about to replace: deleted when
+        its bytes are in history (an event says so; returns the note for the result), else
+        Conflict: it is the only copy of bytes nobody recorded."""
+        old = self.core.state_at("parked", fn)
+        if old is not None and self.core.store.knows_digest(comp, digest_of(old.data)):
+            fsops.remove(self.core.path("parked", fn))
+            self.core.store.clear_observed(f"parked/{fn}")
+            self.core.store.record_event("stale-parked-copy-replaced", component=comp, file_name=fn,
+                                         actor=self.core.actor.name, details={"digest": digest_of(old.data)})
+            return (f"; the older parked copy ({digest_of(old.data)[:12]}) was replaced "
+                    f"(its bytes stay in history: staticpodctl history {_q(comp)})")
+        raise Conflict(
+            f"a parked copy of {fn} exists that is not recorded",
+            path=str(self.core.path("parked", fn)),
+            hint="move it away by hand (it is your only copy), then park again",
+        )
+
+    def _live_to_park(self, comp: str, fn: str) -> fsops.FileState:
+        """The live file ``fn`` a park moves, as it is now; Conflict when it went meanwhile (a hand
+        ``mv`` takes no lock) or is a symlink (parking would move the link, not the manifest)."""
+        st = self.core.state_at("live", fn)
+        if st is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
+            raise Conflict(f"{fn} was moved or removed meanwhile (not by staticpodd); nothing was changed",
+                           path=str(self.core.path("live", fn)),
+                           hint=f"see where it went: staticpodctl status; then park {_q(comp)} again if needed")
+        if st.is_symlink:
+            raise Conflict(
+                f"{fn} is a symlink (to {os.readlink(self.core.path('live', fn))}); parking would move the link, "
+                "not the manifest, and a relative link would dangle while parked",
+                path=str(self.core.path("live", fn)),
+                hint="replace the link with a regular file (cp --remove-destination TARGET LINK), then park",
+            )
+        return st
+
+    # -- unpark helpers ----------------------------------------------------------------------------
+
+    def _unpark_target(self, name: str, reason: str | None) -> tuple[Target, str]:
+        """The component an unpark of ``name`` moves, and the note for its result. A park whose
+        parked copy is gone (and no live file either) gets its parked bytes back first as the
+        parked copy, through the swapper's rollback (validated, recorded, atomic), so that it is
+        unparked as usual. Raises what :meth:`EngineCore.resolve` raises otherwise."""
+        try:
+            return self.core.resolve(name, allow_recorded=False), ""
+        except Conflict:
+            missing = self._park_with_missing_copy(name)
+            if missing is None:
+                raise
+        # The version the park record names, not the newest: a hand copy written (and recorded)
+        # while the park stood is newer, and is not what was parked
+        rec = self.core.store.park_of(missing)
+        parked_seq = next((v.seq for v in reversed(self.core.store.history(missing))
+                           if rec is not None and v.digest == rec.digest), None)
+        back = self.swapper.rollback(missing, to=parked_seq, rename=True,  # the bytes that were parked
+                                     reason=reason or "unpark: the parked copy was gone")
+        seq = back.version.seq if back.version is not None else "?"
+        return (self.core.resolve(name, allow_recorded=False),
+                f" (its parked copy was gone: version {seq} put back from history)")
+
+    def _park_already_over(self, target: Target, found: list[Change], reason: str | None) -> Result | None:
+        """The result of an unpark whose park a hand already ended, None when it stands: the
+        parked copy was moved back (``found`` by the scan before the change: the scan closed
+        the record), or it was removed while a live file runs (the record is closed here)."""
+        comp, fn = target.component, target.file_name
+        if any(c.kind == "unparked-by-hand" and c.file_name == fn for c in found):
+            return Result("unpark", comp, fn, False,
+                          f"{comp}: {fn} was already moved back by hand; its park record is now closed",
+                          location="live")
+        if not (target.live and not target.parked and self.core.store.park_of(comp) is not None):
+            return None
+        # the parked copy was removed by hand (seen now or by an earlier scan) and a live file
+        # runs: the park is over; close its record, which the message has always claimed
+        with self.core.store.transaction():
+            self.core.store.clear_park(comp)
+            self.core.store.record_event("park-closed", component=comp, file_name=fn, actor=self.core.actor.name,
+                                         details={"reason": reason, "why": "parked copy removed, live file kept"})
+        msg = f"{comp}: the parked copy was removed by hand and {fn} is live; its park record is now closed"
+        self.core.log(Event.UNPARKED, msg, priority=NOTICE, component=comp, file_name=fn, reason=reason,
+                      action="close")
+        return Result("unpark", comp, fn, True, msg, location="live")
+
+    def _parked_to_unpark(self, comp: str, fn: str) -> fsops.FileState:
+        """The parked copy an unpark puts live, as it is now. Conflict when it went meanwhile (a
+        hand ``mv`` takes no lock); refused as untrusted when another user could have written it
+        (it could be a pod of theirs: never put live)."""
+        pst = self.core.state_at("parked", fn)
+        if pst is None:  # moved or removed by hand since it was resolved (a hand `mv` takes no lock)
+            raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
+                           "nothing was changed", path=str(self.core.path("parked", fn)),
+                           hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
+        from ..trust import owner_mode_problem, untrusted
+
+        bad = owner_mode_problem(pst.uid, pst.mode)
+        if bad:  # another user could have swapped it for a pod of theirs: never put it live
+            raise untrusted(self.core.path("parked", fn), "parked copy", bad)
+        return pst
+
+    def _judge_parked(self, comp: str, fn: str, pst: fsops.FileState
+                      ) -> tuple[tuple[str, str] | None, list[OpWarning]]:
+        """``(pod identity, warnings)`` of the parked bytes an unpark puts live: through the gate,
+        unless these exact bytes passed this exact validator before; bytes only staticpodd's own
+        rules refuse that ran before the park go live with a warning
+        (:meth:`_ran_before_the_park`). Raises InvalidManifest."""
+        from ..resources import validator_id
+
+        digest = digest_of(pst.data)
+        if self.core.store.verdict(digest, validator_id()) is True:
+            return self.gatekeeper.pod_identity(pst.data), []
+        try:
+            manifest, _ = self.gatekeeper.gate(pst.data, str(self.core.path("parked", fn)), component=comp)
+            return (manifest.namespace, manifest.name), []
+        except InvalidManifest as exc:
+            warnings = self._ran_before_the_park(comp, fn, digest, exc)  # or raises exc
+            return self.gatekeeper.pod_identity(pst.data), warnings
+
+    def _check_unpark_others(self, comp: str, fn: str, pst: fsops.FileState, ident: tuple[str, str] | None) -> None:
+        """The live files the unparked pod ``ident`` would join, in one look: no second file for
+        the pod, not a pod parked under another component, no host port another live pod holds."""
+        if not ident:
+            return
+        with self.gatekeeper.one_look():  # one listing and one stat per file for all these checks
+            try:
+                self.gatekeeper.check_no_duplicate(fn, *ident)
+            except Conflict as exc:
+                raise self._unpark_would_duplicate(comp, exc) from None
+            self.gatekeeper.check_not_parked_elsewhere(comp, *ident, None)
+            self.ports.check_host_ports(fn, pst.data, str(self.core.path("parked", fn)), action="unpark")
 
     def _twins_note(self, comp: str, fn: str, ident: tuple[str, str], twins: list[str], *,
                     until: float | None, force: bool) -> str:

@@ -123,92 +123,116 @@ class Scanner:
                 read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
         for key, st in actual.items():
             loc, fn = keys[key]
-            obs = observed.get(key)
-            # a path seen before keeps the component it was recorded under (no store queries)
-            comp = obs.component if obs is not None else self.core.component_for(fn)
-            other_loc = "parked" if loc == "live" else "live"
-            other_key = f"{other_loc}/{fn}"
             if st is not None:
-                digest = digest_of(st.data)
-                if obs is not None and obs.digest == digest:
-                    if (obs.mode, obs.uid, obs.gid) != (st.mode, st.uid, st.gid):
-                        store.record_event(
-                            "mode-changed", component=comp, file_name=fn, actor=EXTERNAL,
-                            details={"location": loc, "before": _mode_dict(obs), "after": _mode_dict(st)},
-                        )
-                        self.core.set_observed(comp, fn, loc, digest, st)
-                        changes.append(Change(comp, fn, loc, "mode-changed", digest))
-                    continue
-                head = store.head(comp)
-                moved_from = observed.get(other_key)
-                if obs is None and moved_from is not None and moved_from.digest == digest and actual.get(
-                    other_key, "absent"
-                ) is None:
-                    kind = "moved-in" if loc == "live" else "moved-out"
-                elif obs is None:
-                    kind = "created"
-                else:
-                    kind = "modified" if loc == "live" else "parked-copy-edited"
-                park = store.park_of(comp)
-                if loc == "live" and park is not None:
-                    parked_st = actual.get(other_key) if other_key in actual else self.core.state_at("parked", fn)
-                    if parked_st is not None:
-                        kind = "park-broken"
-                    else:
-                        kind = "unparked-by-hand"
-                        store.clear_park(comp)
-                if adopting:
-                    kind = "adopted"
-                version = None
-                if head is None or head.digest != digest:
-                    version = store.record(
-                        comp, fn, st.data, action="external", actor=EXTERNAL,
-                        reason="first seen (adopted)" if kind == "adopted" else f"found {kind}",
-                        mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
-                    ).seq
-                else:
-                    store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
-                                       details={"location": loc, "digest": digest})
-                self.core.set_observed(comp, fn, loc, digest, st)
-                ch = Change(comp, fn, loc, kind, digest, version)
-                if validate and loc == "live":
-                    ch.valid, ch.findings = self.gatekeeper.verdict(st.data, str(self.core.layout.manifest_dir / fn),
-                                                                     comp)
-                changes.append(ch)
-                if not log:
-                    pass
-                elif adopting:
-                    self.core.log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
-                                   component=comp, file_name=fn, version=version, digest=digest, kind=kind,
-                                   location=loc, actor=EXTERNAL)
-                else:
-                    self.core.log(
-                        Event.DRIFT_RECORDED,
-                        f"{fn}: {kind} by someone else" + (f", recorded as version {version}" if version else ""),
-                        priority=WARNING, component=comp, file_name=fn, version=version, digest=digest,
-                        kind=kind, location=loc, actor=EXTERNAL,
-                    )
-            elif obs is not None:
-                moved = actual.get(other_key)
-                if moved is not None and digest_of(moved.data) == obs.digest:
-                    store.clear_observed(key)
-                    continue  # reported as moved-in/moved-out at the other location
-                # A parked copy removed by hand keeps its park (and deadline): the pod stays stopped,
-                # `unpark` puts the newest version back live, `rollback` as the parked copy.
-                kind = "removed" if loc == "live" else "parked-copy-removed"
-                store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
-                                   details={"location": loc, "digest": obs.digest})
-                store.clear_observed(key)
-                if loc == "parked" and store.park_of(comp) is None:
-                    continue  # no park to stand: e.g. it just ended by a hand write-back (reported above)
-                changes.append(Change(comp, fn, loc, kind, obs.digest))
-                if log:
-                    self.core.log(
-                        Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
-                        component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
-                    )
+                found = self._record_present(key, loc, fn, st, observed, actual, adopting=adopting,
+                                             validate=validate, log=log)
+            else:
+                found = self._record_gone(key, loc, fn, observed, actual, log=log)
+            if found is not None:
+                changes.append(found)
         self._store_sigs(read_sigs)
         return changes
+
+    def _record_present(self, key: str, loc: str, fn: str, st: fsops.FileState, observed: dict[str, Observed],
+                        actual: dict[str, fsops.FileState | None], *, adopting: bool, validate: bool,
+                        log: bool) -> Change | None:
+        """Record what a scan found at ``key`` (``loc``/``fn``: its bytes ``st``, read now) that
+        differs from what was observed there: new bytes as a version by ``external`` (an event
+        when they are the newest version already), a mode change as an event; a move between
+        live and parked (``actual``: everything this scan read), a park broken or ended by hand.
+        Returns the change, None when nothing changed."""
+        store = self.core.store
+        obs = observed.get(key)
+        # a path seen before keeps the component it was recorded under (no store queries)
+        comp = obs.component if obs is not None else self.core.component_for(fn)
+        other_key = f"{'parked' if loc == 'live' else 'live'}/{fn}"
+        digest = digest_of(st.data)
+        if obs is not None and obs.digest == digest:
+            if (obs.mode, obs.uid, obs.gid) == (st.mode, st.uid, st.gid):
+                return None
+            store.record_event(
+                "mode-changed", component=comp, file_name=fn, actor=EXTERNAL,
+                details={"location": loc, "before": _mode_dict(obs), "after": _mode_dict(st)},
+            )
+            self.core.set_observed(comp, fn, loc, digest, st)
+            return Change(comp, fn, loc, "mode-changed", digest)
+        head = store.head(comp)
+        moved_from = observed.get(other_key)
+        if obs is None and moved_from is not None and moved_from.digest == digest and actual.get(
+            other_key, "absent"
+        ) is None:
+            kind = "moved-in" if loc == "live" else "moved-out"
+        elif obs is None:
+            kind = "created"
+        else:
+            kind = "modified" if loc == "live" else "parked-copy-edited"
+        park = store.park_of(comp)
+        if loc == "live" and park is not None:
+            parked_st = actual.get(other_key) if other_key in actual else self.core.state_at("parked", fn)
+            if parked_st is not None:
+                kind = "park-broken"
+            else:
+                kind = "unparked-by-hand"
+                store.clear_park(comp)
+        if adopting:
+            kind = "adopted"
+        version = None
+        if head is None or head.digest != digest:
+            version = store.record(
+                comp, fn, st.data, action="external", actor=EXTERNAL,
+                reason="first seen (adopted)" if kind == "adopted" else f"found {kind}",
+                mode=st.mode, uid=st.uid, gid=st.gid, location=loc,
+            ).seq
+        else:
+            store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
+                               details={"location": loc, "digest": digest})
+        self.core.set_observed(comp, fn, loc, digest, st)
+        ch = Change(comp, fn, loc, kind, digest, version)
+        if validate and loc == "live":
+            ch.valid, ch.findings = self.gatekeeper.verdict(st.data, str(self.core.layout.manifest_dir / fn), comp)
+        if not log:
+            pass
+        elif adopting:
+            self.core.log(Event.DRIFT_RECORDED, f"{fn}: adopted as version {version}", priority=INFO,
+                          component=comp, file_name=fn, version=version, digest=digest, kind=kind,
+                          location=loc, actor=EXTERNAL)
+        else:
+            self.core.log(
+                Event.DRIFT_RECORDED,
+                f"{fn}: {kind} by someone else" + (f", recorded as version {version}" if version else ""),
+                priority=WARNING, component=comp, file_name=fn, version=version, digest=digest,
+                kind=kind, location=loc, actor=EXTERNAL,
+            )
+        return ch
+
+    def _record_gone(self, key: str, loc: str, fn: str, observed: dict[str, Observed],
+                     actual: dict[str, fsops.FileState | None], *, log: bool) -> Change | None:
+        """Record that the file observed at ``key`` (``loc``/``fn``) is gone: removed (a parked
+        copy removed by hand keeps its park), unless it moved to the other location with the same
+        bytes (reported there). Returns the change, None when there is none to report."""
+        store = self.core.store
+        obs = observed.get(key)
+        if obs is None:
+            return None
+        comp = obs.component
+        moved = actual.get(f"{'parked' if loc == 'live' else 'live'}/{fn}")
+        if moved is not None and digest_of(moved.data) == obs.digest:
+            store.clear_observed(key)
+            return None  # reported as moved-in/moved-out at the other location
+        # A parked copy removed by hand keeps its park (and deadline): the pod stays stopped,
+        # `unpark` puts the newest version back live, `rollback` as the parked copy.
+        kind = "removed" if loc == "live" else "parked-copy-removed"
+        store.record_event(kind, component=comp, file_name=fn, actor=EXTERNAL,
+                           details={"location": loc, "digest": obs.digest})
+        store.clear_observed(key)
+        if loc == "parked" and store.park_of(comp) is None:
+            return None  # no park to stand: e.g. it just ended by a hand write-back (reported above)
+        if log:
+            self.core.log(
+                Event.DRIFT_RECORDED, f"{fn}: {kind} by someone else", priority=WARNING,
+                component=comp, file_name=fn, digest=obs.digest, kind=kind, location=loc, actor=EXTERNAL,
+            )
+        return Change(comp, fn, loc, kind, obs.digest)
 
     def _log_names_taken(self) -> None:
         """Journal each file :attr:`names_taken` holds once while it stays so (DIRECTORY_PROBLEM,
