@@ -23,6 +23,7 @@ from ..watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
 from .heartbeat import HeartbeatEncoder
 from .options import validate_options
+from .writers import WriterHolds
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
 RETRY_DELAY = 1.0
@@ -102,17 +103,10 @@ class DaemonBase:
         # the back-off of an action the engine refused (see ExecuteMixin._action_failed)
         self._backoff: dict[str, tuple[int, float]] = {}
         self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
-        # file_name -> (size, mtime_ns, st_ino) of the live files just before the last scan: a
-        # restore or quarantine acts only on a file that has not changed since (see _hold_reason)
-        self._scan_stats: dict[str, tuple[int, int, int]] = {}
-        # file_name -> pids whose open-for-writing descriptor holds back its restore/quarantine
-        # (logged once per set of pids, an empty set when only inotify knows of the writer;
-        # re-checked on close-write and every HOLD_RECHECK)
-        self._held: dict[str, frozenset[int]] = {}
-        # file names whose writer stalled (WRITE_STALL without a change): logged once each
-        self._stalled: set[str] = set()
-        # whether /proc/PID/fd of some process was denied to us (no CAP_SYS_PTRACE): logged once
-        self._proc_limited = False
+        # the live files' stats before the last scan, and the writers that hold a restore or
+        # quarantine back (staticpodd.daemon.writers)
+        self.writer_holds = WriterHolds(layout=lambda: self.layout, hints=lambda: self.hints,
+                                        log=lambda *a, **kw: self.log(*a, **kw))
         # set when the daemon must exit with this status (EXIT_SANDBOX: the manifest directory
         # appeared read-only in our sandbox; systemd restarts us into one that binds it)
         self.exit_status: int | None = None

@@ -17,17 +17,16 @@ from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
 from ..reconcile import Action, Plan, Report
 from ..watch import WRITE_STALL, Writer
-from .base import BACKOFF_FIRST, BACKOFF_MAX, HOLD_RECHECK, RETRY_DELAY, _get
-from .writers import WriterHoldsMixin
+from .base import BACKOFF_FIRST, BACKOFF_MAX, HOLD_RECHECK, RETRY_DELAY, DaemonBase, _get
 
 
-class ExecuteMixin(WriterHoldsMixin):
+class ExecuteMixin(DaemonBase):
     """Carrying out the planned restores, quarantines and unparks."""
 
     def _execute(self, plan: Plan) -> None:
         """Log the plan's reports, then ask the engine for its actions (lock held).
 
-        A restore or quarantine is held back while the file is not quiet (:meth:`_hold_reason`):
+        A restore or quarantine is held back while the file is not quiet (:meth:`WriterHolds.hold_reason`):
         changed since the scan, or still open for writing by some process. A held file is
         re-checked when the writer closes it (inotify close-write is a hint) and every
         :data:`HOLD_RECHECK` seconds, so it is never forgotten; the wait is logged once per set
@@ -36,17 +35,17 @@ class ExecuteMixin(WriterHoldsMixin):
         held: dict[str, tuple[str, list[Writer]]] = {}
         for a in plan.actions:
             if a.verb in ("restore", "quarantine") and a.file_name and a.file_name not in held:
-                hold = self._hold_reason(a.file_name, a.verb)
+                hold = self.writer_holds.hold_reason(a.file_name, a.verb)
                 if hold is not None:
                     held[a.file_name] = hold
-        for name in list(self._held):
+        for name in list(self.writer_holds.held):
             if name not in held or held[name][0] != "writer":
-                self._held.pop(name, None)
+                self.writer_holds.held.pop(name, None)
         for r in plan.reports:
             rname = str(r.fields.get("file_name") or "")
             if rname in held and r.event in (Event.INVALID_LIVE, Event.STRAY_FOUND):
                 why, _writers = held[rname]
-                if why == "writer" and rname in self._held:
+                if why == "writer" and rname in self.writer_holds.held:
                     continue  # reported when the wait began; the re-checks stay quiet
                 note = "; restoring the last good version"
                 if r.message.endswith("; quarantining it"):
@@ -65,9 +64,9 @@ class ExecuteMixin(WriterHoldsMixin):
             if why != "writer":
                 continue
             pids = frozenset(w.pid for w in writers)
-            if self._held.get(name) == pids:
+            if self.writer_holds.held.get(name) == pids:
                 continue
-            self._held[name] = pids
+            self.writer_holds.held[name] = pids
             verb = next(a.verb for a in plan.actions if a.file_name == name and a.verb in ("restore", "quarantine"))
             if writers:
                 who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers)
@@ -94,7 +93,7 @@ class ExecuteMixin(WriterHoldsMixin):
         # and the engine refuses to restore or unpark a file while another one defines its pod.
         # A file being restored is never quarantined (plan_findings' ``protect``).
         order = {"quarantine": 0, "restore": 1}
-        busy = self._busy_names()
+        busy = self.writer_holds.busy_names()
         strays = [a for a in plan.actions if a.verb == "quarantine" and a.file_name not in busy
                   and a.file_name not in held]
         if strays:  # all at once: one lock, one scan, one transaction (one each took N² stats)
@@ -113,7 +112,7 @@ class ExecuteMixin(WriterHoldsMixin):
         for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
             if a.verb == "quarantine":
                 continue  # done above
-            if a.verb == "restore" and (a.file_name in self._busy_names() or a.file_name in held):
+            if a.verb == "restore" and (a.file_name in self.writer_holds.busy_names() or a.file_name in held):
                 # written again since we looked, or still open for writing: never act on a file
                 # someone is writing; the debounced hint (or the re-check) brings it back here
                 continue

@@ -177,7 +177,7 @@ class Daemon(LoopMixin):
             watchdog_usec=self.notifier.watchdog_usec,
             writer_inspection="inotify" if denied else "proc+inotify",
         )
-        self._note_proc_denied(denied)
+        self.writer_holds.note_proc_denied(denied)
         # what the first pass parsed is given back once the daemon has been quiet for a moment
         # (the loop's trim): a write that comes right after READY=1 is not kept waiting for it
         self._trim_due = True

@@ -146,8 +146,8 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             self.watcher.stop()
         names = {h.name for h in self.hints.take_all() if h.name} | self.hints.take_closed() | self._retry_names
         self._retry_names = set()
-        now = self._live_stats()
-        before = self._scan_stats
+        now = self.writer_holds.live_stats()
+        before = self.writer_holds.scan_stats
         names |= {n for n in now.keys() | before.keys() if now.get(n) != before.get(n)}
         ready = set()
         for name in names:
@@ -214,14 +214,15 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                     # Names with events still inside their quiet time are being written right
                     # now: reading them would catch a half-written file. Their debounced hint
                     # looks at them once the writer is done.
-                    busy = self._busy_names()
+                    busy = self.writer_holds.busy_names()
                     scope = None if not busy else sorted(self._all_names() - busy)
                     dir_key = None if busy else self._dir_key()  # before anything is read
                 else:
                     scope = names
-                self._scan_stats = self._live_stats()
+                self.writer_holds.snapshot()
                 changes = self.engine.scan(scope, validate=True, log=False)
-                plan = plan_changes(changes, self.config, sizes=self._sizes(), relist=self._relist())
+                plan = plan_changes(changes, self.config, sizes=self.writer_holds.sizes(),
+                                    relist=self.writer_holds.relist())
                 self._track_changes(changes)
                 if full or names or changes:
                     found = self.last_findings = self._directory_findings()

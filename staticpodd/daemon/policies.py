@@ -78,12 +78,12 @@ class PlanMixin(QuietMixin):
             if _get(ch, "location") != "live":
                 continue
             if _get(ch, "valid") is False and _get(ch, "kind") != "removed":
-                size = self._sizes().get(file_name)
+                size = self.writer_holds.sizes().get(file_name)
                 ours_only = over_our_limit_only(_get(ch, "findings") or [], size)
                 refused = kubelet_drops(_get(ch, "findings") or [], size)
                 text, _prio = invalid_sentence(
                     file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused,
-                    relist=self._relist(),
+                    relist=self.writer_holds.relist(),
                 )
                 self.invalid_live[file_name] = {
                     "code": "invalid-live",
@@ -124,7 +124,7 @@ class PlanMixin(QuietMixin):
                 continue
             bad.setdefault(path.name, []).append(f)
         changed = {_get(c, "file_name") for c in changes}
-        busy = self._busy_names()  # being written now: judged after their quiet time
+        busy = self.writer_holds.busy_names()  # being written now: judged after their quiet time
         bad = {name: fs for name, fs in bad.items() if name not in busy}
         for name in list(self.invalid_live):
             if name not in bad and name not in busy:
@@ -136,7 +136,7 @@ class PlanMixin(QuietMixin):
         restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
         restoring = self._restoring(plan)
         observed = self.engine.store.observed() if restore_policy and bad else {}
-        sizes = self._sizes()
+        sizes = self.writer_holds.sizes()
         limit = self.config.max_manifest_bytes
         for name, fs in bad.items():
             codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
@@ -150,7 +150,7 @@ class PlanMixin(QuietMixin):
             refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
             # the same words as when the file changed (plan_changes): codes with their lines
             text, prio = invalid_sentence(name, finding_summary(fs), ours_only=ours_only, limit=limit, refused=refused,
-                                          relist=self._relist())
+                                          relist=self.writer_holds.relist())
             if new:
                 self.invalid_live[name] = {
                     "code": "invalid-live",
