@@ -21,6 +21,7 @@ from ..layout import Layout, under_root
 from ..notify import Notifier
 from ..watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
+from .findings import FindingsCache
 from .heartbeat import HeartbeatEncoder
 from .options import validate_options
 from .writers import WriterHolds
@@ -87,13 +88,10 @@ class DaemonBase:
         self._retry_at: float | None = None
         self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
-        # (key, findings) of the directory as last validated (staticpodd.daemon.findings), also
-        # kept in the store; the store is looked at once, for what an earlier run kept
-        self._findings: tuple[str, list[Any]] | None = None
-        self._kept_findings_unread = True
-        # each live file's own findings from the last validation, by digest: a pass validates the
-        # files that changed, not the whole directory (staticpodd.validate.podfacts.FileMemo)
-        self._file_memo: Any = None
+        # the directory's findings as last validated, also kept in the store, and each live file's
+        # own findings by digest: a pass validates the files that changed (daemon.findings)
+        self.findings_cache = FindingsCache(store=lambda: self.engine.store,
+                                            manifest_dir=lambda: self.layout.manifest_dir)
         self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
         # file_name -> (digest, live names) when its restore failed: not retried until the bytes or

@@ -315,58 +315,20 @@ class PlanMixin(QuietMixin):
         options = self._validate_options()
         digests = {o.file_name: o.digest for o in self.engine.store.observed().values() if o.location == "live"}
         key = findings_key(self.layout.manifest_dir, digests, options)
-        known = self._known_findings(key)
+        known = self.findings_cache.known(key)
         if known is not None:
             return list(known)
         # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
         # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
-        if self._file_memo is None:
-            from ..validate.podfacts import FileMemo
-
-            self._file_memo = FileMemo()
-        found = [f for f in validate_directory(self.layout.manifest_dir, options, self._file_memo)
+        memo = self.findings_cache.file_memo()
+        found = [f for f in validate_directory(self.layout.manifest_dir, options, memo)
                  if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
-        if self._file_memo.validated:
+        if memo.validated:
             self._trim_due = True  # files were parsed: give that memory back when idle
         if key is not None and key == findings_key(self.layout.manifest_dir, digests, options):
-            self._keep_findings(key, found)  # nothing moved while we validated
+            self.findings_cache.keep(key, found)  # nothing moved while we validated
         return list(found)
-
-    def _known_findings(self, key: str | None) -> list[Any] | None:
-        """The findings kept under ``key``: in memory, or (at the first look after a start) in
-        the store, as an earlier run left them; None when none are (the caller validates)."""
-        if key is None:
-            return None
-        if self._findings is not None and self._findings[0] == key:
-            return self._findings[1]
-        if not self._kept_findings_unread:
-            return None  # the store holds nothing memory does not (this process wrote it last)
-        self._kept_findings_unread = False
-        from ..errors import StaticpodError
-        from .findings import decode
-
-        try:
-            kept = self.engine.store.dir_findings(str(self.layout.manifest_dir), key)
-        except StaticpodError:
-            return None  # a cache: the pass validates, and reports what fails there
-        found = decode(kept) if kept is not None else None
-        if found is not None:
-            self._findings = (key, found)
-        return found
-
-    def _keep_findings(self, key: str, found: list[Any]) -> None:
-        """Keep ``found`` under ``key`` in memory and in the store, for the next start (best
-        effort: a store that cannot be written keeps nothing, and the next start validates)."""
-        from ..errors import StaticpodError
-        from .findings import encode
-
-        self._findings = (key, found)
-        self._kept_findings_unread = False
-        try:
-            self.engine.store.set_dir_findings(str(self.layout.manifest_dir), key, encode(found))
-        except StaticpodError:
-            pass
 
     def _validate_options(self) -> Any:
         return validate_options(self.config)
