@@ -24,6 +24,7 @@ from .bgjournal import BackgroundJournal
 from .findings import FindingsCache
 from .heartbeat import HeartbeatEncoder
 from .options import validate_options
+from .retries import RetryQueue
 from .writers import WriterHolds
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
@@ -83,9 +84,8 @@ class DaemonBase:
         self.names_taken: dict[str, dict[str, Any]] = {}  # live file named like another's component -> problem
         self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
         self.failed_unparks: dict[tuple[str, float], str] = {}
-        self._retry_names: set[str] = set()
-        self._retry_full = False
-        self._retry_at: float | None = None
+        # names (or a full pass) to look at again, and when (staticpodd.daemon.retries)
+        self.retries = RetryQueue()
         self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
         # the directory's findings as last validated, also kept in the store, and each live file's

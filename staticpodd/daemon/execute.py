@@ -59,8 +59,7 @@ class ExecuteMixin(DaemonBase):
                     r = Report(r.event, r.priority, r.message.split(note)[0] + note + " " + wait, r.fields)
             self.log(r.event, r.message, priority=r.priority, **r.fields)
         for name, (why, writers) in held.items():
-            self._retry_names.add(name)
-            self._retry_at = time.monotonic() + HOLD_RECHECK
+            self.retries.later([name], at=time.monotonic() + HOLD_RECHECK)
             if why != "writer":
                 continue
             pids = frozenset(w.pid for w in writers)
@@ -164,8 +163,7 @@ class ExecuteMixin(DaemonBase):
             # written again after it was judged: recorded by the engine, never reverted;
             # the next pass judges the new bytes (and restores them only if invalid)
             self._say(f"{a.verb} {a.target} skipped: {exc.message}")
-            self._retry_names.add(a.file_name)
-            self._retry_at = time.monotonic() + RETRY_DELAY
+            self.retries.later([a.file_name], at=time.monotonic() + RETRY_DELAY)
             return
         self._say(f"{a.verb} {a.target} failed: {exc}")
         key = f"{a.verb}:{a.file_name if a.verb == 'restore' else a.target}"
@@ -204,9 +202,7 @@ class ExecuteMixin(DaemonBase):
             obs = self.engine.store.observed().get(f"live/{a.file_name}")
             if obs is not None:  # tried again on these bytes only once its back-off is over
                 self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
-                self._retry_names.add(a.file_name)
-                due = time.monotonic() + delay
-                self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
+                self.retries.no_later_than(a.file_name, time.monotonic() + delay)
         self.log(
             Event.POLICY_ACTION_FAILED,
             f"{a.file_name or a.target}: {a.verb} of {a.target} failed{again}: {exc.message}",

@@ -213,9 +213,7 @@ class PlanMixin(QuietMixin):
             # cause may be gone: a full disk, a blocked staging directory), never on every pass
             _n, at = self._backoff.get(f"restore:{name}", (0, 0.0))
             if time.time() < at:
-                self._retry_names.add(name)
-                due = time.monotonic() + (at - time.time())
-                self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
+                self.retries.no_later_than(name, time.monotonic() + (at - time.time()))
                 return False
         # only when there is something to go back to: a version that passes validation (else the
         # engine refuses with Conflict, and a true stray would be "restored" instead of quarantined)

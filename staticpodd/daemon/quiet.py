@@ -79,8 +79,7 @@ class QuietMixin(DaemonBase):
         retries, held restores or quarantines, names inside their debounce, a park deadline
         that has come, a lock or reconcile problem being retried."""
         return bool(
-            self._retry_full
-            or self._retry_names
+            self.retries.pending()
             or self.writer_holds.held
             or self.writer_holds.busy_names()
             or (self.next_park_deadline is not None and time.time() >= self.next_park_deadline)
