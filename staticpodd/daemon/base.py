@@ -24,7 +24,7 @@ from .bgjournal import BackgroundJournal
 from .findings import FindingsCache
 from .heartbeat import HeartbeatEncoder
 from .options import validate_options
-from .retries import RetryQueue
+from .retries import Backoff, RetryQueue
 from .writers import WriterHolds
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
@@ -94,12 +94,9 @@ class DaemonBase:
                                             manifest_dir=lambda: self.layout.manifest_dir)
         self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
-        # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
-        # the directory's names change (or a reload)
-        self._restore_failed: dict[str, tuple[str, frozenset[str]]] = {}
-        # "restore:<file_name>" / "unpark:<component>" -> (failures so far, epoch of the next try):
-        # the back-off of an action the engine refused (see ExecuteMixin._action_failed)
-        self._backoff: dict[str, tuple[int, float]] = {}
+        # the back-off of an action the engine refused, and the restores that failed on the bytes
+        # now live (see ExecuteMixin._action_failed)
+        self.backoff = Backoff(first=BACKOFF_FIRST, most=BACKOFF_MAX)
         self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
         # the live files' stats before the last scan, and the writers that hold a restore or
         # quarantine back (staticpodd.daemon.writers)

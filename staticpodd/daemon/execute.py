@@ -17,7 +17,7 @@ from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
 from ..reconcile import Action, Plan, Report
 from ..watch import WRITE_STALL, Writer
-from .base import BACKOFF_FIRST, BACKOFF_MAX, HOLD_RECHECK, RETRY_DELAY, DaemonBase, _get
+from .base import HOLD_RECHECK, RETRY_DELAY, DaemonBase, _get
 
 
 class ExecuteMixin(DaemonBase):
@@ -132,7 +132,7 @@ class ExecuteMixin(DaemonBase):
                 if a.verb == "unpark":
                     self.runtime_problems.pop(f"unpark:{a.target}", None)
                     self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
-                    self._backoff.pop(f"unpark:{a.target}", None)
+                    self.backoff.forget(f"unpark:{a.target}")
 
     def _log_restored(self, a: Action, res: Any) -> None:
         """RESTORED_LAST_GOOD for the restore ``a`` the engine carried out (``res``, its Result);
@@ -140,8 +140,7 @@ class ExecuteMixin(DaemonBase):
         new = _get(_get(res, "version"), "seq")
         source = (_get(res, "extra") or {}).get("restored_version")
         self.invalid_live.pop(a.file_name or "", None)
-        self._restore_failed.pop(a.file_name or "", None)
-        self._backoff.pop(f"restore:{a.file_name}", None)
+        self.backoff.forget_restore(a.file_name or "")
         self.log(
             Event.RESTORED_LAST_GOOD,
             f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
@@ -167,7 +166,7 @@ class ExecuteMixin(DaemonBase):
             return
         self._say(f"{a.verb} {a.target} failed: {exc}")
         key = f"{a.verb}:{a.file_name if a.verb == 'restore' else a.target}"
-        tries, delay = self._back_off(key)
+        tries, delay = self.backoff.failed(key)
         again = (f" (retry {tries - 1})" if tries > 1 else "") + f"; tried again in {delay:g} s"
         if a.verb == "unpark":
             rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
@@ -201,7 +200,7 @@ class ExecuteMixin(DaemonBase):
         if a.verb == "restore" and a.file_name:
             obs = self.engine.store.observed().get(f"live/{a.file_name}")
             if obs is not None:  # tried again on these bytes only once its back-off is over
-                self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
+                self.backoff.failed_restores[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
                 self.retries.no_later_than(a.file_name, time.monotonic() + delay)
         self.log(
             Event.POLICY_ACTION_FAILED,
@@ -212,16 +211,6 @@ class ExecuteMixin(DaemonBase):
             error=exc.code,
             retry=tries - 1,
         )
-
-    def _back_off(self, key: str) -> tuple[int, float]:
-        """Count one more failure of the action ``key`` ("restore:<file>", "unpark:<component>")
-        and set when it is tried next: :data:`BACKOFF_FIRST` seconds after the first failure,
-        doubled after each failed retry, at most :data:`BACKOFF_MAX`. Returns (failures, delay
-        in seconds)."""
-        tries = self._backoff.get(key, (0, 0.0))[0] + 1
-        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (tries - 1))
-        self._backoff[key] = (tries, time.time() + delay)
-        return tries, delay
 
     def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
         """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""

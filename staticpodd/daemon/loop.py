@@ -234,7 +234,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                     self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
                 expired = self.engine.store.expired_parks(time.time())
                 expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks
-                           or time.time() >= self._backoff.get(f"unpark:{p.component}", (0, 0.0))[1]]
+                           or time.time() >= self.backoff.due(f"unpark:{p.component}", 0.0)]
                 plan.extend(plan_expired_parks(expired, time.time()))
                 self._execute(plan)
                 if plan.actions:  # the directory changed under our hands: refresh what we report

@@ -129,10 +129,9 @@ class PlanMixin(QuietMixin):
         for name in list(self.invalid_live):
             if name not in bad and name not in busy:
                 self.invalid_live.pop(name, None)
-        for name in list(self._restore_failed):
+        for name in list(self.backoff.failed_restores):
             if name not in bad:
-                self._restore_failed.pop(name, None)
-                self._backoff.pop(f"restore:{name}", None)
+                self.backoff.forget_restore(name)
         restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
         restoring = self._restoring(plan)
         observed = self.engine.store.observed() if restore_policy and bad else {}
@@ -207,11 +206,11 @@ class PlanMixin(QuietMixin):
         digest = _get(obs, "digest")
         if not digest:
             return False
-        failed = self._restore_failed.get(name)
+        failed = self.backoff.failed_restores.get(name)
         if failed is not None and failed == (digest, frozenset(self.engine.live_names())):
             # the same bytes in the same directory: tried again once its back-off is over (the
             # cause may be gone: a full disk, a blocked staging directory), never on every pass
-            _n, at = self._backoff.get(f"restore:{name}", (0, 0.0))
+            at = self.backoff.due(f"restore:{name}", 0.0)
             if time.time() < at:
                 self.retries.no_later_than(name, time.monotonic() + (at - time.time()))
                 return False

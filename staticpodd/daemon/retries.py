@@ -4,10 +4,12 @@ A pass that met a lock timeout or an unexpected error, a restore or quarantine h
 writer, a write that landed after it was judged, a restore refused until its back-off is over:
 each puts file names (or a whole pass) here with the time they are due, and the main loop takes
 them when they are (:meth:`RetryQueue.take_due`) and wakes up for them (:meth:`RetryQueue.wake_at`).
+An action the engine refused waits its :class:`Backoff`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 
@@ -55,3 +57,50 @@ class RetryQueue:
     def pending(self) -> bool:
         """Whether anything is waiting: a name, or a full pass."""
         return self.full or bool(self.names)
+
+
+class Backoff:
+    """Actions the engine refused, tried again after a growing delay: :data:`~.base.BACKOFF_FIRST`
+    seconds after the first failure, doubled after each failed retry, at most
+    :data:`~.base.BACKOFF_MAX` (a full disk frees up, a duplicate or a port clash goes away), never
+    only when the daemon restarts. Keys: ``restore:<file_name>``, ``unpark:<component>``.
+
+    ``first`` and ``most``: the first delay and the longest, in seconds.
+    """
+
+    def __init__(self, *, first: float, most: float) -> None:
+        self._first = first
+        self._most = most
+        # key -> (failures so far, epoch of the next try)
+        self._due: dict[str, tuple[int, float]] = {}
+        #: file_name -> (digest, live names) when its restore failed: not retried on the same bytes
+        #: in the same directory before its back-off is over (a reload tries them again at once)
+        self.failed_restores: dict[str, tuple[str, frozenset[str]]] = {}
+
+    def failed(self, key: str) -> tuple[int, float]:
+        """Count one more failure of the action ``key`` and set when it is tried next. Returns
+        (failures, delay in seconds)."""
+        tries = self._due.get(key, (0, 0.0))[0] + 1
+        delay = min(self._most, self._first * 2 ** (tries - 1))
+        self._due[key] = (tries, time.time() + delay)
+        return tries, delay
+
+    def due(self, key: str, default: float) -> float:
+        """The epoch at which the action ``key`` may be tried again; ``default`` when it never failed."""
+        found = self._due.get(key)
+        return default if found is None else found[1]
+
+    def forget(self, key: str) -> None:
+        """The action ``key`` succeeded, or no longer applies: no back-off left."""
+        self._due.pop(key, None)
+
+    def forget_restore(self, file_name: str) -> None:
+        """The restore of ``file_name`` succeeded or is no longer wanted: forget its failure."""
+        self.failed_restores.pop(file_name, None)
+        self._due.pop(f"restore:{file_name}", None)
+
+    def due_now(self) -> None:
+        """Everything may be tried again at once (a reload), counts kept; failed restores are
+        forgotten."""
+        self.failed_restores.clear()
+        self._due = {k: (n, 0.0) for k, (n, _at) in self._due.items()}
