@@ -1,9 +1,11 @@
 """The state one running daemon keeps, and what every part of it needs.
 
 :class:`DaemonBase` declares every attribute of :class:`staticpodd.daemon.Daemon` (so that each
-part, a mixin in its own module, is type-checked against the same state) and holds the few
-methods all of them call: logging to the journal and to stderr, loading the configuration, and
-building the engine from it. The loop's timing constants shared by several parts live here too.
+mixin in its own module is type-checked against the same state), builds the parts that keep
+state of their own (writer holds, the findings cache, the retry queue and back-off: each an
+object behind its own methods), and holds the few methods all of them call: logging to the
+journal and to stderr, loading the configuration, and building the engine from it. The loop's
+timing constants shared by several parts live here too.
 """
 
 from __future__ import annotations

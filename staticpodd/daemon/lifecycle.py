@@ -26,12 +26,16 @@ from .loop import LoopMixin
 class Daemon(LoopMixin):
     """One running staticpodd. ``run()`` returns the process exit status.
 
-    Composed of one mixin per part (all over the state declared in
+    Composed of one mixin per part of the loop (all over the state declared in
     :class:`~staticpodd.daemon.base.DaemonBase`): the loop and reconcile
     (:mod:`~staticpodd.daemon.loop`), policy planning (:mod:`~staticpodd.daemon.policies`) and
-    execution (:mod:`~staticpodd.daemon.execute`), writer holds (:mod:`~staticpodd.daemon.writers`),
-    reload (:mod:`~staticpodd.daemon.reload`), the watch (:mod:`~staticpodd.daemon.watching`) and
-    what it reports (:mod:`~staticpodd.daemon.status`); the lifecycle is here.
+    execution (:mod:`~staticpodd.daemon.execute`), reload (:mod:`~staticpodd.daemon.reload`), the
+    watch (:mod:`~staticpodd.daemon.watching`) and what it reports
+    (:mod:`~staticpodd.daemon.status`); the lifecycle is here. The parts with state of their own
+    are objects it holds, each behind its own methods: ``writer_holds``
+    (:class:`~staticpodd.daemon.writers.WriterHolds`), ``findings_cache``
+    (:class:`~staticpodd.daemon.findings.FindingsCache`), ``retries`` and ``backoff``
+    (:class:`~staticpodd.daemon.retries.RetryQueue`, :class:`~staticpodd.daemon.retries.Backoff`).
     """
 
     def _install_signals(self) -> None:
