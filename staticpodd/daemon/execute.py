@@ -32,6 +32,43 @@ class ExecuteMixin(DaemonBase):
         :data:`HOLD_RECHECK` seconds, so it is never forgotten; the wait is logged once per set
         of writers, naming pid and comm, and the report of a held file is not repeated.
         """
+        held = self._holds_of(plan)
+        self._log_reports(plan, held)
+        self._note_held(plan, held)
+        # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
+        # and the engine refuses to restore or unpark a file while another one defines its pod.
+        # A file being restored is never quarantined (plan_findings' ``protect``).
+        self._quarantine_strays(plan, held)
+        order = {"quarantine": 0, "restore": 1}
+        for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
+            if a.verb == "quarantine":
+                continue  # done above
+            if a.verb == "restore" and (a.file_name in self.writer_holds.busy_names() or a.file_name in held):
+                # written again since we looked, or still open for writing: never act on a file
+                # someone is writing; the debounced hint (or the re-check) brings it back here
+                continue
+            try:
+                if a.verb == "restore":
+                    # the bytes judged invalid in this pass (the scan's observation): the engine
+                    # restores only while the live file still holds exactly them
+                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
+                    res = self.engine.restore_last_good(a.target, reason=a.reason,
+                                                        judged_digest=_get(judged, "digest") or "")
+                    self._log_restored(a, res)
+                elif a.verb == "unpark":
+                    self.engine.unpark(a.target, reason=a.reason)
+            except StaticpodError as exc:
+                self._action_failed(a, exc)
+            else:
+                if a.verb == "unpark":
+                    self.runtime_problems.pop(f"unpark:{a.target}", None)
+                    self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
+                    self.backoff.forget(f"unpark:{a.target}")
+
+    def _holds_of(self, plan: Plan) -> dict[str, tuple[str, list[Writer]]]:
+        """``file name -> (why, writers)`` for each planned restore or quarantine that must wait
+        (:meth:`WriterHolds.hold_reason`); files no longer held by a writer leave
+        :attr:`WriterHolds.held`."""
         held: dict[str, tuple[str, list[Writer]]] = {}
         for a in plan.actions:
             if a.verb in ("restore", "quarantine") and a.file_name and a.file_name not in held:
@@ -41,6 +78,11 @@ class ExecuteMixin(DaemonBase):
         for name in list(self.writer_holds.held):
             if name not in held or held[name][0] != "writer":
                 self.writer_holds.held.pop(name, None)
+        return held
+
+    def _log_reports(self, plan: Plan, held: dict[str, tuple[str, list[Writer]]]) -> None:
+        """Journal the plan's reports; a held file's says when its action goes ahead, and is not
+        repeated while the same writer holds it."""
         for r in plan.reports:
             rname = str(r.fields.get("file_name") or "")
             if rname in held and r.event in (Event.INVALID_LIVE, Event.STRAY_FOUND):
@@ -58,6 +100,10 @@ class ExecuteMixin(DaemonBase):
                     )
                     r = Report(r.event, r.priority, r.message.split(note)[0] + note + " " + wait, r.fields)
             self.log(r.event, r.message, priority=r.priority, **r.fields)
+
+    def _note_held(self, plan: Plan, held: dict[str, tuple[str, list[Writer]]]) -> None:
+        """Look at each held file again in :data:`HOLD_RECHECK` seconds, and journal
+        POLICY_ACTION_HELD once per set of writers holding it (pid and comm, or inotify's word)."""
         for name, (why, writers) in held.items():
             self.retries.later([name], at=time.monotonic() + HOLD_RECHECK)
             if why != "writer":
@@ -87,52 +133,29 @@ class ExecuteMixin(DaemonBase):
                 held_by="proc" if writers else "inotify",
                 policy_action="wait",
             )
-        restored: set[str] = set()
-        # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
-        # and the engine refuses to restore or unpark a file while another one defines its pod.
-        # A file being restored is never quarantined (plan_findings' ``protect``).
-        order = {"quarantine": 0, "restore": 1}
+
+    def _quarantine_strays(self, plan: Plan, held: dict[str, tuple[str, list[Writer]]]) -> None:
+        """The planned quarantines of files neither busy nor held, all at once: one lock, one
+        scan, one transaction (one each took N² stats); after a stray that defined a pod, the
+        live file that defines it now is touched so the kubelet re-adds it at once
+        (:meth:`_readd_after_quarantine`)."""
         busy = self.writer_holds.busy_names()
         strays = [a for a in plan.actions if a.verb == "quarantine" and a.file_name not in busy
                   and a.file_name not in held]
-        if strays:  # all at once: one lock, one scan, one transaction (one each took N² stats)
-            pods = {a.target: self._pod_defined_by(a.target) for a in strays}
-            try:
-                done = self.engine.quarantine_many([a.target for a in strays], reason=strays[0].reason,
-                                                   reasons={a.target: a.reason for a in strays})
-            except StaticpodError as exc:
-                done = {a.target: exc for a in strays}
-            for a in strays:
-                result, pod = done.get(a.target), pods[a.target]
-                if isinstance(result, StaticpodError):
-                    self._action_failed(a, result)
-                elif result is not None and pod is not None:
-                    self._readd_after_quarantine(a.target, pod)
-        for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
-            if a.verb == "quarantine":
-                continue  # done above
-            if a.verb == "restore" and (a.file_name in self.writer_holds.busy_names() or a.file_name in held):
-                # written again since we looked, or still open for writing: never act on a file
-                # someone is writing; the debounced hint (or the re-check) brings it back here
-                continue
-            try:
-                if a.verb == "restore":
-                    # the bytes judged invalid in this pass (the scan's observation): the engine
-                    # restores only while the live file still holds exactly them
-                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
-                    res = self.engine.restore_last_good(a.target, reason=a.reason,
-                                                        judged_digest=_get(judged, "digest") or "")
-                    restored.add(a.file_name or "")
-                    self._log_restored(a, res)
-                elif a.verb == "unpark":
-                    self.engine.unpark(a.target, reason=a.reason)
-            except StaticpodError as exc:
-                self._action_failed(a, exc)
-            else:
-                if a.verb == "unpark":
-                    self.runtime_problems.pop(f"unpark:{a.target}", None)
-                    self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
-                    self.backoff.forget(f"unpark:{a.target}")
+        if not strays:
+            return
+        pods = {a.target: self._pod_defined_by(a.target) for a in strays}
+        try:
+            done = self.engine.quarantine_many([a.target for a in strays], reason=strays[0].reason,
+                                               reasons={a.target: a.reason for a in strays})
+        except StaticpodError as exc:
+            done = {a.target: exc for a in strays}
+        for a in strays:
+            result, pod = done.get(a.target), pods[a.target]
+            if isinstance(result, StaticpodError):
+                self._action_failed(a, result)
+            elif result is not None and pod is not None:
+                self._readd_after_quarantine(a.target, pod)
 
     def _log_restored(self, a: Action, res: Any) -> None:
         """RESTORED_LAST_GOOD for the restore ``a`` the engine carried out (``res``, its Result);
