@@ -244,7 +244,7 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
     for cp in plans:
         what = ("removed stray retired: its versions and events are gone" if cp.retired else
                 f"pruned {len(cp.seqs)} version(s), kept {cp.kept}")
-        engine._log(Event.PRUNED, f"{cp.component}: {what}", priority=INFO, component=cp.component,
+        engine.log(Event.PRUNED, f"{cp.component}: {what}", priority=INFO, component=cp.component,
                     kind="stray-retired" if cp.retired else "versions-pruned",
                     versions=",".join(map(str, cp.seqs)), count=len(cp.seqs))
     return PruneResult(plans, len(orphans), freed, False)
@@ -268,7 +268,7 @@ def _valid(engine: Any, digest: str, shown: str, comp: str) -> bool:
     if cached is not None:
         return cached
     try:
-        ok = bool(engine._verdict(store.data(digest), shown, comp)[0])
+        ok = bool(engine.verdict(store.data(digest), shown, comp)[0])
     except Exception:  # unreadable bytes are never the last valid version
         return False
     store.set_verdict(digest, vid, ok)

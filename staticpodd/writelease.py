@@ -1,7 +1,7 @@
 """Is a file open for writing anywhere? The kernel's own count, asked with one read lease.
 
 Before a restore or a quarantine renames over a live file, the daemon makes sure nobody is still
-writing it (:meth:`staticpodd.daemon.writers.WriterHoldsMixin._hold_reason`). Scanning every
+writing it (:meth:`staticpodd.daemon.writers.WriterHolds.hold_reason`). Scanning every
 process's descriptors in ``/proc`` (:func:`staticpodd.watch.open_writers`) answers *who*, but
 costs 2-3 ms on an idle machine, more on a busy one, and it is paid before every restore while
 the kubelet may read the refused bytes (docs/kubelet-contract.md "What a broken file does to a running pod").

@@ -22,6 +22,7 @@ from .output import PROG
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -192,15 +193,20 @@ def build_engine(args: argparse.Namespace, *, verbs: str = "all") -> Any:
 
     ``verbs`` picks how much of the engine is imported: ``"all"`` (:class:`~staticpodd.engine.Engine`),
     ``"read"`` (:class:`~staticpodd.engine.Reader`: status, history, show, diff) or ``"gate"``
-    (:class:`~staticpodd.engine.gate.GateCore`: the validation options and gate, nothing that
-    changes the directory). The smaller ones import a fraction of the engine."""
+    (:class:`~staticpodd.engine.gate.Gatekeeper` over an :class:`~staticpodd.engine.core.EngineCore`:
+    the validation options and gate, nothing that changes the directory). The smaller ones import
+    a fraction of the engine."""
     from ..engine.model import Actor
 
-    cls: type[Any]
+    cls: Callable[..., Any]
     if verbs == "read":
         from ..engine.reader import Reader as cls
     elif verbs == "gate":
-        from ..engine.gate import GateCore as cls
+        from ..engine.core import EngineCore
+        from ..engine.gate import Gatekeeper
+
+        def cls(*args: Any, **kwargs: Any) -> Any:
+            return Gatekeeper(EngineCore(*args, **kwargs))
     else:
         from ..engine.full import Engine as cls
     from ..journal import Journal

@@ -31,12 +31,16 @@ The package's modules (each imports only its siblings below it; this file offers
 - ``reload``: SIGHUP: re-read the configuration, rebuild engine and watch.
 - ``policies``: planning ``on_invalid`` over the current findings; true strays versus broken manifests.
 - ``execute``: carrying a plan out (restore, quarantine, unpark), holds and failures.
-- ``writers``: stat snapshots and open writers that hold a restore or quarantine back.
-- ``findings``: the directory's findings, kept in memory and in the store under a key of all they
-  depend on (a restart on an unchanged directory validates nothing).
+- ``writers``: :class:`WriterHolds`: stat snapshots and open writers that hold a restore or
+  quarantine back.
+- ``findings``: :class:`FindingsCache`: the directory's findings, kept in memory and in the store
+  under a key of all they depend on (a restart on an unchanged directory validates nothing).
+- ``retries``: :class:`RetryQueue` (names and passes to look at again, and when) and
+  :class:`Backoff` (actions the engine refused, tried again after a growing delay).
 - ``watching``: the inotify watch's state changes and the directory's writability.
 - ``status``: problems, STATUS= line, summary, metrics textfile, heartbeat payload.
-- ``base``: the daemon's state, logging, configuration loading, engine building; shared constants.
+- ``base``: the daemon's state (and the parts above it holds), logging, configuration loading,
+  engine building; shared constants.
 - ``heartbeat``, ``options``, ``bgjournal``, ``memory``: the heartbeat file, the validator's options,
   the non-blocking journal writer, giving freed heap back after a full pass.
 """

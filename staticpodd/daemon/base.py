@@ -1,9 +1,11 @@
 """The state one running daemon keeps, and what every part of it needs.
 
 :class:`DaemonBase` declares every attribute of :class:`staticpodd.daemon.Daemon` (so that each
-part, a mixin in its own module, is type-checked against the same state) and holds the few
-methods all of them call: logging to the journal and to stderr, loading the configuration, and
-building the engine from it. The loop's timing constants shared by several parts live here too.
+mixin in its own module is type-checked against the same state), builds the parts that keep
+state of their own (writer holds, the findings cache, the retry queue and back-off: each an
+object behind its own methods), and holds the few methods all of them call: logging to the
+journal and to stderr, loading the configuration, and building the engine from it. The loop's
+timing constants shared by several parts live here too.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from ..layout import Layout, under_root
 from ..notify import Notifier
 from ..watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
+from .findings import FindingsCache
 from .heartbeat import HeartbeatEncoder
 from .options import validate_options
 from .publishing import ClusterPublishing
+from .retries import Backoff, RetryQueue
+from .writers import WriterHolds
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
 RETRY_DELAY = 1.0
@@ -87,38 +92,24 @@ class DaemonBase:
         self.names_taken: dict[str, dict[str, Any]] = {}  # live file named like another's component -> problem
         self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
         self.failed_unparks: dict[tuple[str, float], str] = {}
-        self._retry_names: set[str] = set()
-        self._retry_full = False
-        self._retry_at: float | None = None
+        # names (or a full pass) to look at again, and when (staticpodd.daemon.retries)
+        self.retries = RetryQueue()
         self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
-        # (key, findings) of the directory as last validated (staticpodd.daemon.findings), also
-        # kept in the store; the store is looked at once, for what an earlier run kept
-        self._findings: tuple[str, list[Any]] | None = None
-        self._kept_findings_unread = True
-        # each live file's own findings from the last validation, by digest: a pass validates the
-        # files that changed, not the whole directory (staticpodd.validate.podfacts.FileMemo)
-        self._file_memo: Any = None
+        # the directory's findings as last validated, also kept in the store, and each live file's
+        # own findings by digest: a pass validates the files that changed (daemon.findings)
+        self.findings_cache = FindingsCache(store=lambda: self.engine.store,
+                                            manifest_dir=lambda: self.layout.manifest_dir)
         self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
-        # file_name -> (digest, live names) when its restore failed: not retried until the bytes or
-        # the directory's names change (or a reload)
-        self._restore_failed: dict[str, tuple[str, frozenset[str]]] = {}
-        # "restore:<file_name>" / "unpark:<component>" -> (failures so far, epoch of the next try):
-        # the back-off of an action the engine refused (see ExecuteMixin._action_failed)
-        self._backoff: dict[str, tuple[int, float]] = {}
+        # the back-off of an action the engine refused, and the restores that failed on the bytes
+        # now live (see ExecuteMixin._action_failed)
+        self.backoff = Backoff(first=BACKOFF_FIRST, most=BACKOFF_MAX)
         self._valid_digests: dict[str, bool] = {}  # digest -> passes validation (memo)
-        # file_name -> (size, mtime_ns, st_ino) of the live files just before the last scan: a
-        # restore or quarantine acts only on a file that has not changed since (see _hold_reason)
-        self._scan_stats: dict[str, tuple[int, int, int]] = {}
-        # file_name -> pids whose open-for-writing descriptor holds back its restore/quarantine
-        # (logged once per set of pids, an empty set when only inotify knows of the writer;
-        # re-checked on close-write and every HOLD_RECHECK)
-        self._held: dict[str, frozenset[int]] = {}
-        # file names whose writer stalled (WRITE_STALL without a change): logged once each
-        self._stalled: set[str] = set()
-        # whether /proc/PID/fd of some process was denied to us (no CAP_SYS_PTRACE): logged once
-        self._proc_limited = False
+        # the live files' stats before the last scan, and the writers that hold a restore or
+        # quarantine back (staticpodd.daemon.writers)
+        self.writer_holds = WriterHolds(layout=lambda: self.layout, hints=lambda: self.hints,
+                                        log=lambda *a, **kw: self.log(*a, **kw))
         # set when the daemon must exit with this status (EXIT_SANDBOX: the manifest directory
         # appeared read-only in our sandbox; systemd restarts us into one that binds it)
         self.exit_status: int | None = None

@@ -17,36 +17,77 @@ from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
 from ..reconcile import Action, Plan, Report
 from ..watch import WRITE_STALL, Writer
-from .base import BACKOFF_FIRST, BACKOFF_MAX, HOLD_RECHECK, RETRY_DELAY, _get
-from .writers import WriterHoldsMixin
+from .base import HOLD_RECHECK, RETRY_DELAY, DaemonBase, _get
 
 
-class ExecuteMixin(WriterHoldsMixin):
+class ExecuteMixin(DaemonBase):
     """Carrying out the planned restores, quarantines and unparks."""
 
     def _execute(self, plan: Plan) -> None:
         """Log the plan's reports, then ask the engine for its actions (lock held).
 
-        A restore or quarantine is held back while the file is not quiet (:meth:`_hold_reason`):
+        A restore or quarantine is held back while the file is not quiet (:meth:`WriterHolds.hold_reason`):
         changed since the scan, or still open for writing by some process. A held file is
         re-checked when the writer closes it (inotify close-write is a hint) and every
         :data:`HOLD_RECHECK` seconds, so it is never forgotten; the wait is logged once per set
         of writers, naming pid and comm, and the report of a held file is not repeated.
         """
+        held = self._holds_of(plan)
+        self._log_reports(plan, held)
+        self._note_held(plan, held)
+        # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
+        # and the engine refuses to restore or unpark a file while another one defines its pod.
+        # A file being restored is never quarantined (plan_findings' ``protect``).
+        self._quarantine_strays(plan, held)
+        order = {"quarantine": 0, "restore": 1}
+        for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
+            if a.verb == "quarantine":
+                continue  # done above
+            if a.verb == "restore" and (a.file_name in self.writer_holds.busy_names() or a.file_name in held):
+                # written again since we looked, or still open for writing: never act on a file
+                # someone is writing; the debounced hint (or the re-check) brings it back here
+                continue
+            try:
+                if a.verb == "restore":
+                    # the bytes judged invalid in this pass (the scan's observation): the engine
+                    # restores only while the live file still holds exactly them
+                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
+                    res = self.engine.restore_last_good(a.target, reason=a.reason,
+                                                        judged_digest=_get(judged, "digest") or "")
+                    self._log_restored(a, res)
+                elif a.verb == "unpark":
+                    self.engine.unpark(a.target, reason=a.reason)
+            except StaticpodError as exc:
+                self._action_failed(a, exc)
+            else:
+                if a.verb == "unpark":
+                    self.runtime_problems.pop(f"unpark:{a.target}", None)
+                    self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
+                    self.backoff.forget(f"unpark:{a.target}")
+
+    def _holds_of(self, plan: Plan) -> dict[str, tuple[str, list[Writer]]]:
+        """``file name -> (why, writers)`` for each planned restore or quarantine that must wait
+        (:meth:`WriterHolds.hold_reason`); files no longer held by a writer leave
+        :attr:`WriterHolds.held`."""
         held: dict[str, tuple[str, list[Writer]]] = {}
         for a in plan.actions:
             if a.verb in ("restore", "quarantine") and a.file_name and a.file_name not in held:
-                hold = self._hold_reason(a.file_name, a.verb)
+                hold = self.writer_holds.hold_reason(a.file_name, a.verb)
                 if hold is not None:
                     held[a.file_name] = hold
-        for name in list(self._held):
+        for name in list(self.writer_holds.held):
             if name not in held or held[name][0] != "writer":
-                self._held.pop(name, None)
+                self.writer_holds.held.pop(name, None)
+        return held
+
+    def _log_reports(self, plan: Plan, held: dict[str, tuple[str, list[Writer]]]) -> None:
+        """Journal the plan's reports; a held file's says when its action goes ahead, and is not
+        repeated while the same writer holds it."""
         for r in plan.reports:
             rname = str(r.fields.get("file_name") or "")
             if rname in held and r.event in (Event.INVALID_LIVE, Event.STRAY_FOUND):
                 why, _writers = held[rname]
-                if why == "writer" and rname in self._held:
+                if why == "writer" and rname in self.writer_holds.held:
                     continue  # reported when the wait began; the re-checks stay quiet
                 note = "; restoring the last good version"
                 if r.message.endswith("; quarantining it"):
@@ -59,15 +100,18 @@ class ExecuteMixin(WriterHoldsMixin):
                     )
                     r = Report(r.event, r.priority, r.message.split(note)[0] + note + " " + wait, r.fields)
             self.log(r.event, r.message, priority=r.priority, **r.fields)
+
+    def _note_held(self, plan: Plan, held: dict[str, tuple[str, list[Writer]]]) -> None:
+        """Look at each held file again in :data:`HOLD_RECHECK` seconds, and journal
+        POLICY_ACTION_HELD once per set of writers holding it (pid and comm, or inotify's word)."""
         for name, (why, writers) in held.items():
-            self._retry_names.add(name)
-            self._retry_at = time.monotonic() + HOLD_RECHECK
+            self.retries.later([name], at=time.monotonic() + HOLD_RECHECK)
             if why != "writer":
                 continue
             pids = frozenset(w.pid for w in writers)
-            if self._held.get(name) == pids:
+            if self.writer_holds.held.get(name) == pids:
                 continue
-            self._held[name] = pids
+            self.writer_holds.held[name] = pids
             verb = next(a.verb for a in plan.actions if a.file_name == name and a.verb in ("restore", "quarantine"))
             if writers:
                 who = ", ".join(f"pid {w.pid} ({w.comm})" for w in writers)
@@ -89,52 +133,29 @@ class ExecuteMixin(WriterHoldsMixin):
                 held_by="proc" if writers else "inotify",
                 policy_action="wait",
             )
-        restored: set[str] = set()
-        # Strays leave first: a leftover copy of a component (etcd.yaml.bak) defines the same pod,
-        # and the engine refuses to restore or unpark a file while another one defines its pod.
-        # A file being restored is never quarantined (plan_findings' ``protect``).
-        order = {"quarantine": 0, "restore": 1}
-        busy = self._busy_names()
+
+    def _quarantine_strays(self, plan: Plan, held: dict[str, tuple[str, list[Writer]]]) -> None:
+        """The planned quarantines of files neither busy nor held, all at once: one lock, one
+        scan, one transaction (one each took N² stats); after a stray that defined a pod, the
+        live file that defines it now is touched so the kubelet re-adds it at once
+        (:meth:`_readd_after_quarantine`)."""
+        busy = self.writer_holds.busy_names()
         strays = [a for a in plan.actions if a.verb == "quarantine" and a.file_name not in busy
                   and a.file_name not in held]
-        if strays:  # all at once: one lock, one scan, one transaction (one each took N² stats)
-            pods = {a.target: self._pod_defined_by(a.target) for a in strays}
-            try:
-                done = self.engine.quarantine_many([a.target for a in strays], reason=strays[0].reason,
-                                                   reasons={a.target: a.reason for a in strays})
-            except StaticpodError as exc:
-                done = {a.target: exc for a in strays}
-            for a in strays:
-                result, pod = done.get(a.target), pods[a.target]
-                if isinstance(result, StaticpodError):
-                    self._action_failed(a, result)
-                elif result is not None and pod is not None:
-                    self._readd_after_quarantine(a.target, pod)
-        for a in sorted(plan.actions, key=lambda a: order.get(a.verb, 2)):
-            if a.verb == "quarantine":
-                continue  # done above
-            if a.verb == "restore" and (a.file_name in self._busy_names() or a.file_name in held):
-                # written again since we looked, or still open for writing: never act on a file
-                # someone is writing; the debounced hint (or the re-check) brings it back here
-                continue
-            try:
-                if a.verb == "restore":
-                    # the bytes judged invalid in this pass (the scan's observation): the engine
-                    # restores only while the live file still holds exactly them
-                    judged = self.engine.store.observed().get(f"live/{a.file_name}")
-                    res = self.engine.restore_last_good(a.target, reason=a.reason,
-                                                        judged_digest=_get(judged, "digest") or "")
-                    restored.add(a.file_name or "")
-                    self._log_restored(a, res)
-                elif a.verb == "unpark":
-                    self.engine.unpark(a.target, reason=a.reason)
-            except StaticpodError as exc:
-                self._action_failed(a, exc)
-            else:
-                if a.verb == "unpark":
-                    self.runtime_problems.pop(f"unpark:{a.target}", None)
-                    self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
-                    self._backoff.pop(f"unpark:{a.target}", None)
+        if not strays:
+            return
+        pods = {a.target: self._pod_defined_by(a.target) for a in strays}
+        try:
+            done = self.engine.quarantine_many([a.target for a in strays], reason=strays[0].reason,
+                                               reasons={a.target: a.reason for a in strays})
+        except StaticpodError as exc:
+            done = {a.target: exc for a in strays}
+        for a in strays:
+            result, pod = done.get(a.target), pods[a.target]
+            if isinstance(result, StaticpodError):
+                self._action_failed(a, result)
+            elif result is not None and pod is not None:
+                self._readd_after_quarantine(a.target, pod)
 
     def _log_restored(self, a: Action, res: Any) -> None:
         """RESTORED_LAST_GOOD for the restore ``a`` the engine carried out (``res``, its Result);
@@ -142,8 +163,7 @@ class ExecuteMixin(WriterHoldsMixin):
         new = _get(_get(res, "version"), "seq")
         source = (_get(res, "extra") or {}).get("restored_version")
         self.invalid_live.pop(a.file_name or "", None)
-        self._restore_failed.pop(a.file_name or "", None)
-        self._backoff.pop(f"restore:{a.file_name}", None)
+        self.backoff.forget_restore(a.file_name or "")
         self.log(
             Event.RESTORED_LAST_GOOD,
             f"{a.file_name}: restored the last good version of {a.target} (version {source}) "
@@ -165,12 +185,11 @@ class ExecuteMixin(WriterHoldsMixin):
             # written again after it was judged: recorded by the engine, never reverted;
             # the next pass judges the new bytes (and restores them only if invalid)
             self._say(f"{a.verb} {a.target} skipped: {exc.message}")
-            self._retry_names.add(a.file_name)
-            self._retry_at = time.monotonic() + RETRY_DELAY
+            self.retries.later([a.file_name], at=time.monotonic() + RETRY_DELAY)
             return
         self._say(f"{a.verb} {a.target} failed: {exc}")
         key = f"{a.verb}:{a.file_name if a.verb == 'restore' else a.target}"
-        tries, delay = self._back_off(key)
+        tries, delay = self.backoff.failed(key)
         again = (f" (retry {tries - 1})" if tries > 1 else "") + f"; tried again in {delay:g} s"
         if a.verb == "unpark":
             rec = self.engine.store.park_of(a.target) if hasattr(self.engine.store, "park_of") else None
@@ -204,10 +223,8 @@ class ExecuteMixin(WriterHoldsMixin):
         if a.verb == "restore" and a.file_name:
             obs = self.engine.store.observed().get(f"live/{a.file_name}")
             if obs is not None:  # tried again on these bytes only once its back-off is over
-                self._restore_failed[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
-                self._retry_names.add(a.file_name)
-                due = time.monotonic() + delay
-                self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
+                self.backoff.failed_restores[a.file_name] = (obs.digest, frozenset(self.engine.live_names()))
+                self.retries.no_later_than(a.file_name, time.monotonic() + delay)
         self.log(
             Event.POLICY_ACTION_FAILED,
             f"{a.file_name or a.target}: {a.verb} of {a.target} failed{again}: {exc.message}",
@@ -217,16 +234,6 @@ class ExecuteMixin(WriterHoldsMixin):
             error=exc.code,
             retry=tries - 1,
         )
-
-    def _back_off(self, key: str) -> tuple[int, float]:
-        """Count one more failure of the action ``key`` ("restore:<file>", "unpark:<component>")
-        and set when it is tried next: :data:`BACKOFF_FIRST` seconds after the first failure,
-        doubled after each failed retry, at most :data:`BACKOFF_MAX`. Returns (failures, delay
-        in seconds)."""
-        tries = self._backoff.get(key, (0, 0.0))[0] + 1
-        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (tries - 1))
-        self._backoff[key] = (tries, time.time() + delay)
-        return tries, delay
 
     def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
         """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""

@@ -26,12 +26,16 @@ from .loop import LoopMixin
 class Daemon(LoopMixin):
     """One running staticpodd. ``run()`` returns the process exit status.
 
-    Composed of one mixin per part (all over the state declared in
+    Composed of one mixin per part of the loop (all over the state declared in
     :class:`~staticpodd.daemon.base.DaemonBase`): the loop and reconcile
     (:mod:`~staticpodd.daemon.loop`), policy planning (:mod:`~staticpodd.daemon.policies`) and
-    execution (:mod:`~staticpodd.daemon.execute`), writer holds (:mod:`~staticpodd.daemon.writers`),
-    reload (:mod:`~staticpodd.daemon.reload`), the watch (:mod:`~staticpodd.daemon.watching`) and
-    what it reports (:mod:`~staticpodd.daemon.status`); the lifecycle is here.
+    execution (:mod:`~staticpodd.daemon.execute`), reload (:mod:`~staticpodd.daemon.reload`), the
+    watch (:mod:`~staticpodd.daemon.watching`) and what it reports
+    (:mod:`~staticpodd.daemon.status`); the lifecycle is here. The parts with state of their own
+    are objects it holds, each behind its own methods: ``writer_holds``
+    (:class:`~staticpodd.daemon.writers.WriterHolds`), ``findings_cache``
+    (:class:`~staticpodd.daemon.findings.FindingsCache`), ``retries`` and ``backoff``
+    (:class:`~staticpodd.daemon.retries.RetryQueue`, :class:`~staticpodd.daemon.retries.Backoff`).
     """
 
     def _install_signals(self) -> None:
@@ -178,7 +182,7 @@ class Daemon(LoopMixin):
             watchdog_usec=self.notifier.watchdog_usec,
             writer_inspection="inotify" if denied else "proc+inotify",
         )
-        self._note_proc_denied(denied)
+        self.writer_holds.note_proc_denied(denied)
         # what the first pass parsed is given back once the daemon has been quiet for a moment
         # (the loop's trim): a write that comes right after READY=1 is not kept waiting for it
         self._trim_due = True

@@ -53,19 +53,17 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             rewatched = self._check_watch()
             if self.exit_status is not None:
                 return
-            periodic = now >= next_rescan and not rewatched and not self._retry_full
+            periodic = now >= next_rescan and not rewatched and not self.retries.full
             if rewatched:
                 self._quiet_pass = None  # a new watch: events may have been missed, look at everything
-            full = now >= next_rescan or rewatched or self._retry_full
+            full = now >= next_rescan or rewatched or self.retries.full
             names = self._refused_on_close()  # looked at now, not after the debounce
             if not full:
                 due = self.hints.take_due(now)
                 if DIRECTORY in due:
                     full = True
                 names |= {h.name for h in due if h.name}
-                if self._retry_names and (self._retry_at is None or now >= self._retry_at):
-                    names |= self._retry_names
-                    self._retry_names = set()
+                names |= self.retries.take_due(now)
             parks_due = self.next_park_deadline is not None and time.time() >= self.next_park_deadline
             if full and periodic and not names and self._quiet_unchanged():
                 self._quiet_rescan()
@@ -101,8 +99,9 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                 wake.append(nd)
             if self.next_park_deadline is not None:
                 wake.append(now + max(0.0, self.next_park_deadline - time.time()) + 0.01)
-            if self._retry_names and self._retry_at is not None:
-                wake.append(self._retry_at)
+            retry_at = self.retries.wake_at()
+            if retry_at is not None:
+                wake.append(retry_at)
             if self.watcher is not None and not self.watcher.watching:
                 wake.append(now + 1.0)  # directory missing or watch failed: poll it
             timeout = max(0.0, min(wake) - now)
@@ -144,10 +143,9 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         # events are not in yet are found by their stat below.
         if self.watcher is not None:
             self.watcher.stop()
-        names = {h.name for h in self.hints.take_all() if h.name} | self.hints.take_closed() | self._retry_names
-        self._retry_names = set()
-        now = self._live_stats()
-        before = self._scan_stats
+        names = {h.name for h in self.hints.take_all() if h.name} | self.hints.take_closed() | self.retries.take_all()
+        now = self.writer_holds.live_stats()
+        before = self.writer_holds.scan_stats
         names |= {n for n in now.keys() | before.keys() if now.get(n) != before.get(n)}
         ready = set()
         for name in names:
@@ -198,7 +196,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             self.last_findings = []
             self.summary = {"live": 0, "parked": 0, "missing": 0}
             self.runtime_problems.pop("reconcile", None)
-            self._retry_full = False
+            self.retries.full = False
             if full:
                 self.last_rescan = time.time()
             return
@@ -214,14 +212,15 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                     # Names with events still inside their quiet time are being written right
                     # now: reading them would catch a half-written file. Their debounced hint
                     # looks at them once the writer is done.
-                    busy = self._busy_names()
+                    busy = self.writer_holds.busy_names()
                     scope = None if not busy else sorted(self._all_names() - busy)
                     dir_key = None if busy else self._dir_key()  # before anything is read
                 else:
                     scope = names
-                self._scan_stats = self._live_stats()
+                self.writer_holds.snapshot()
                 changes = self.engine.scan(scope, validate=True, log=False)
-                plan = plan_changes(changes, self.config, sizes=self._sizes(), relist=self._relist())
+                plan = plan_changes(changes, self.config, sizes=self.writer_holds.sizes(),
+                                    relist=self.writer_holds.relist())
                 self._track_changes(changes)
                 if full or names or changes:
                     found = self.last_findings = self._directory_findings()
@@ -235,7 +234,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                     self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
                 expired = self.engine.store.expired_parks(time.time())
                 expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks
-                           or time.time() >= self._backoff.get(f"unpark:{p.component}", (0, 0.0))[1]]
+                           or time.time() >= self.backoff.due(f"unpark:{p.component}", 0.0)]
                 plan.extend(plan_expired_parks(expired, time.time()))
                 self._execute(plan)
                 if plan.actions:  # the directory changed under our hands: refresh what we report
@@ -250,7 +249,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                     # (its reports, if any, said what is new: a second pass would find it known)
                     self._quiet_pass = (dir_key, self._store_key())  # the next periodic pass may skip
             self.runtime_problems.pop("lock", None)
-            self._retry_full = False
+            self.retries.full = False
             if full:
                 self.last_rescan = time.time()
                 self._trim_due = True  # a full pass (not a quiet one) read and built much: give it back
@@ -343,7 +342,4 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         return names
 
     def _retry_later(self, full: bool, names: list[str]) -> None:
-        if full:
-            self._retry_full = True
-        self._retry_names.update(names)
-        self._retry_at = time.monotonic() + RETRY_DELAY
+        self.retries.later(names, at=time.monotonic() + RETRY_DELAY, full=full)

@@ -79,11 +79,11 @@ class CloseMixin(PlanMixin, ExecuteMixin):
 
         kubelet_refuses(b"")
         stray_by_name("warm-up.yaml")
-        self.engine._verdict(_WARM_UP_POD, "warm-up.yaml", "warm-up")
-        _ok, findings = self.engine._verdict(b"", "warm-up.yaml", "warm-up")
+        self.engine.verdict(_WARM_UP_POD, "warm-up.yaml", "warm-up")
+        _ok, findings = self.engine.verdict(b"", "warm-up.yaml", "warm-up")
         plan_changes([Change("warm-up", "warm-up.yaml", "live", "modified", "", None, False, findings)], self.config,
-                     sizes={}, relist=self._relist())
-        self.engine._judged_key(self.engine.validate_options())
+                     sizes={}, relist=self.writer_holds.relist())
+        self.engine.judged_key(self.engine.validate_options())
 
     def _restore_now(self, names: set[str]) -> None:
         """Restore ``names`` (refused on close) now, before the directory-wide findings: those
@@ -98,11 +98,12 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         history before the rename replaces them."""
         try:
             with self.engine.locked():
-                self._scan_stats = self._live_stats()
+                self.writer_holds.snapshot()
                 rest = sorted(n for n in names if not self._restore_unrecorded(n))
                 if rest:
                     changes = self.engine.scan(rest, validate=True, log=False, synced=False)
-                    plan = plan_changes(changes, self.config, sizes=self._sizes(), relist=self._relist())
+                    plan = plan_changes(changes, self.config, sizes=self.writer_holds.sizes(),
+                                        relist=self.writer_holds.relist())
                     self._track_changes(changes)
                     self._execute(plan)
         except StaticpodError as exc:
@@ -114,14 +115,14 @@ class CloseMixin(PlanMixin, ExecuteMixin):
 
     def _restore_unrecorded(self, name: str) -> bool:
         """Restore live ``name`` with its refused bytes recorded after the rename (lock held;
-        :attr:`_scan_stats` just taken). True when handled (restored, or refused by the engine
+        :attr:`WriterHolds.scan_stats` just taken). True when handled (restored, or refused by the engine
         and reported as :meth:`_execute` would); False, with nothing changed or recorded, when
         it must go the general way.
 
         The plain case only: a regular file (not a link) within ``max_manifest_bytes``, seen
         before at this path (so the change is ``modified``), of a component that is not parked,
         with no event inside its debounce and no writer holding it
-        (:meth:`~staticpodd.daemon.writers.WriterHoldsMixin._hold_reason`). Whether to restore is
+        (:meth:`~staticpodd.daemon.writers.WriterHolds.hold_reason`). Whether to restore is
         :func:`plan_changes`' verdict on a change built from the bytes read here, under the lock:
         the same one the general way reaches after its scan. The engine restores only while the
         file still holds exactly these bytes (compared right before the rename), records them
@@ -144,13 +145,13 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         digest = digest_of(st.data)
         if obs is None or obs.digest == digest or engine.store.park_of(obs.component) is not None:
             return False
-        if name in self._busy_names() or self._scan_stats.get(name) is None:
+        if name in self.writer_holds.busy_names() or self.writer_holds.scan_stats.get(name) is None:
             return False
-        _ok, findings = engine._verdict(st.data, str(path), obs.component)
+        _ok, findings = engine.verdict(st.data, str(path), obs.component)
         change = Change(obs.component, name, "live", "modified", digest, None, False, findings)
-        plan = plan_changes([change], self.config, sizes=self._sizes(), relist=self._relist())
+        plan = plan_changes([change], self.config, sizes=self.writer_holds.sizes(), relist=self.writer_holds.relist())
         action = next((a for a in plan.actions if a.verb == "restore" and a.file_name == name), None)
-        if action is None or self._hold_reason(name) is not None:
+        if action is None or self.writer_holds.hold_reason(name) is not None:
             return False
         try:
             res = engine.restore_last_good(name, reason=action.reason, unrecorded=st)
@@ -167,6 +168,7 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         """Log what :func:`plan_changes` reports about ``change`` (a Change), now that its bytes
         are recorded as ``version`` (None: not as a version of their own)."""
         change.version = version
-        for r in plan_changes([change], self.config, sizes=self._sizes(), relist=self._relist()).reports:
+        holds = self.writer_holds
+        for r in plan_changes([change], self.config, sizes=holds.sizes(), relist=holds.relist()).reports:
             self.log(r.event, r.message, priority=r.priority, **r.fields)
 

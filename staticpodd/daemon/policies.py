@@ -78,12 +78,12 @@ class PlanMixin(QuietMixin):
             if _get(ch, "location") != "live":
                 continue
             if _get(ch, "valid") is False and _get(ch, "kind") != "removed":
-                size = self._sizes().get(file_name)
+                size = self.writer_holds.sizes().get(file_name)
                 ours_only = over_our_limit_only(_get(ch, "findings") or [], size)
                 refused = kubelet_drops(_get(ch, "findings") or [], size)
                 text, _prio = invalid_sentence(
                     file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused,
-                    relist=self._relist(),
+                    relist=self.writer_holds.relist(),
                 )
                 self.invalid_live[file_name] = {
                     "code": "invalid-live",
@@ -124,19 +124,18 @@ class PlanMixin(QuietMixin):
                 continue
             bad.setdefault(path.name, []).append(f)
         changed = {_get(c, "file_name") for c in changes}
-        busy = self._busy_names()  # being written now: judged after their quiet time
+        busy = self.writer_holds.busy_names()  # being written now: judged after their quiet time
         bad = {name: fs for name, fs in bad.items() if name not in busy}
         for name in list(self.invalid_live):
             if name not in bad and name not in busy:
                 self.invalid_live.pop(name, None)
-        for name in list(self._restore_failed):
+        for name in list(self.backoff.failed_restores):
             if name not in bad:
-                self._restore_failed.pop(name, None)
-                self._backoff.pop(f"restore:{name}", None)
+                self.backoff.forget_restore(name)
         restore_policy = getattr(self.config, "on_invalid", "alert") == "restore"
         restoring = self._restoring(plan)
         observed = self.engine.store.observed() if restore_policy and bad else {}
-        sizes = self._sizes()
+        sizes = self.writer_holds.sizes()
         limit = self.config.max_manifest_bytes
         for name, fs in bad.items():
             codes = ", ".join(sorted({str(_get(f, "code")) for f in fs}))
@@ -150,7 +149,7 @@ class PlanMixin(QuietMixin):
             refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
             # the same words as when the file changed (plan_changes): codes with their lines
             text, prio = invalid_sentence(name, finding_summary(fs), ours_only=ours_only, limit=limit, refused=refused,
-                                          relist=self._relist())
+                                          relist=self.writer_holds.relist())
             if new:
                 self.invalid_live[name] = {
                     "code": "invalid-live",
@@ -207,15 +206,13 @@ class PlanMixin(QuietMixin):
         digest = _get(obs, "digest")
         if not digest:
             return False
-        failed = self._restore_failed.get(name)
+        failed = self.backoff.failed_restores.get(name)
         if failed is not None and failed == (digest, frozenset(self.engine.live_names())):
             # the same bytes in the same directory: tried again once its back-off is over (the
             # cause may be gone: a full disk, a blocked staging directory), never on every pass
-            _n, at = self._backoff.get(f"restore:{name}", (0, 0.0))
+            at = self.backoff.due(f"restore:{name}", 0.0)
             if time.time() < at:
-                self._retry_names.add(name)
-                due = time.monotonic() + (at - time.time())
-                self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
+                self.retries.no_later_than(name, time.monotonic() + (at - time.time()))
                 return False
         # only when there is something to go back to: a version that passes validation (else the
         # engine refuses with Conflict, and a true stray would be "restored" instead of quarantined)
@@ -315,58 +312,20 @@ class PlanMixin(QuietMixin):
         options = self._validate_options()
         digests = {o.file_name: o.digest for o in self.engine.store.observed().values() if o.location == "live"}
         key = findings_key(self.layout.manifest_dir, digests, options)
-        known = self._known_findings(key)
+        known = self.findings_cache.known(key)
         if known is not None:
             return list(known)
         # A file whose name is not valid UTF-8 cannot be tracked, restored or quarantined by name
         # (the store keys by name as text); Engine.scan reports it once (name-not-utf8) and
         # `staticpodctl status`/`doctor` name it. Its other findings stay with `staticpodctl validate`.
-        if self._file_memo is None:
-            from ..validate.podfacts import FileMemo
-
-            self._file_memo = FileMemo()
-        found = [f for f in validate_directory(self.layout.manifest_dir, options, self._file_memo)
+        memo = self.findings_cache.file_memo()
+        found = [f for f in validate_directory(self.layout.manifest_dir, options, memo)
                  if is_utf8_name(os.path.basename(str(_get(f, "path") or "")))]
-        if self._file_memo.validated:
+        if memo.validated:
             self._trim_due = True  # files were parsed: give that memory back when idle
         if key is not None and key == findings_key(self.layout.manifest_dir, digests, options):
-            self._keep_findings(key, found)  # nothing moved while we validated
+            self.findings_cache.keep(key, found)  # nothing moved while we validated
         return list(found)
-
-    def _known_findings(self, key: str | None) -> list[Any] | None:
-        """The findings kept under ``key``: in memory, or (at the first look after a start) in
-        the store, as an earlier run left them; None when none are (the caller validates)."""
-        if key is None:
-            return None
-        if self._findings is not None and self._findings[0] == key:
-            return self._findings[1]
-        if not self._kept_findings_unread:
-            return None  # the store holds nothing memory does not (this process wrote it last)
-        self._kept_findings_unread = False
-        from ..errors import StaticpodError
-        from .findings import decode
-
-        try:
-            kept = self.engine.store.dir_findings(str(self.layout.manifest_dir), key)
-        except StaticpodError:
-            return None  # a cache: the pass validates, and reports what fails there
-        found = decode(kept) if kept is not None else None
-        if found is not None:
-            self._findings = (key, found)
-        return found
-
-    def _keep_findings(self, key: str, found: list[Any]) -> None:
-        """Keep ``found`` under ``key`` in memory and in the store, for the next start (best
-        effort: a store that cannot be written keeps nothing, and the next start validates)."""
-        from ..errors import StaticpodError
-        from .findings import encode
-
-        self._findings = (key, found)
-        self._kept_findings_unread = False
-        try:
-            self.engine.store.set_dir_findings(str(self.layout.manifest_dir), key, encode(found))
-        except StaticpodError:
-            pass
 
     def _validate_options(self) -> Any:
         return validate_options(self.config)

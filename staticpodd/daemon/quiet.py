@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .writers import WriterHoldsMixin
+from .base import DaemonBase
 
 #: Same bound as the scan's stat signatures (staticpodd.engine.fsfacts._RACY_NS), nanoseconds.
 RACY_NS = 2_000_000_000
@@ -37,7 +37,7 @@ def _newest_ns(fp: tuple[Any, ...]) -> int:
     return newest
 
 
-class QuietMixin(WriterHoldsMixin):
+class QuietMixin(DaemonBase):
     """Decides whether a periodic full rescan can be skipped (see the module docstring)."""
 
     #: (hashed directory fingerprints taken before the last quiet full pass, store key after it)
@@ -79,10 +79,9 @@ class QuietMixin(WriterHoldsMixin):
         retries, held restores or quarantines, names inside their debounce, a park deadline
         that has come, a lock or reconcile problem being retried."""
         return bool(
-            self._retry_full
-            or self._retry_names
-            or self._held
-            or self._busy_names()
+            self.retries.pending()
+            or self.writer_holds.held
+            or self.writer_holds.busy_names()
             or (self.next_park_deadline is not None and time.time() >= self.next_park_deadline)
             or "lock" in self.runtime_problems
             or "reconcile" in self.runtime_problems

@@ -22,14 +22,12 @@ class ReloadMixin(StatusMixin, WatchMixin):
     def _reload(self) -> None:
         target = self._hup_requests
         self.state = "reloading"
-        self._restore_failed.clear()  # a reload is a reason to try failed restores again
-        self._backoff = {k: (n, 0.0) for k, (n, _at) in self._backoff.items()}  # and at once
+        self.backoff.due_now()  # a reload is a reason to try failed restores again, and at once
         self._valid_digests.clear()  # verdicts depend on kubernetes_version, max_manifest_bytes …
         # the directory findings too (their key covers the options; a reload is also how to have
-        # what it cannot cover, such as a hostPath created since, looked at again)
-        self._findings = None
-        self._kept_findings_unread = False
-        self._file_memo = None  # and every file's: a reload judges the whole directory anew
+        # what it cannot cover, such as a hostPath created since, looked at again), and every
+        # file's: a reload judges the whole directory anew
+        self.findings_cache.forget()
         self.notifier.reloading()
         self._heartbeat()
         try:

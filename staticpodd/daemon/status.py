@@ -188,7 +188,7 @@ class StatusMixin(DaemonBase):
         # a deadline unpark that failed is due again when its back-off is over
         deadlines = [
             (p.until if (p.component, p.until) not in self.failed_unparks
-             else self._backoff.get(f"unpark:{p.component}", (0, p.until))[1])
+             else self.backoff.due(f"unpark:{p.component}", p.until))
             for p in parks if p.until is not None
         ]
         self.next_park_deadline = min(deadlines) if deadlines else None

@@ -11,18 +11,21 @@ place after fsync; park/unpark are renames on the same mount and keep the exact 
 part of the pod UID); no-op writes are never made; an invalid manifest never enters the
 directory; two files defining the same pod are refused (the lexically last one would win).
 
-Map of this package (each family builds on the ones it calls; :class:`Engine` composes them):
+Map of this package (each family is given the ones it calls; :class:`Engine` composes them):
 
 - ``model.py``: Actor, Target, Change, Result, OpWarning; durations, ``COMPONENT@N``, diffs.
 - ``fsfacts.py``: read-only facts: stat signatures, file listings, UTF-8 names, live pids.
-- ``core.py``: :class:`EngineCore`: config, store, lock, journal, hooks, listing, resolve.
-- ``gate.py``: the validation gate, pod identity, duplicate and identity refusals.
-- ``hostports.py``: :class:`PortsCore`: refusing new live bytes whose host port another live pod holds.
-- ``scan.py``: drift scan and adoption, settled reads, changed-meanwhile, quarantine.
-- ``recover.py``: intents and ``recover``; the recording helpers.
-- ``swap.py``: apply/edit, rollback, restore_last_good.
-- ``park.py``: park, unpark, discard_park, parks_bypassed.
-- ``query.py``: history, show, diff, status (read-only).
+- ``core.py``: :class:`EngineCore`: config, store, lock, journal, hooks, listing, resolve;
+  :class:`Guard`: the flock around a changing verb (recovery on its first acquisition).
+- ``gate.py``: :class:`Gatekeeper`: the validation gate, pod identity, duplicate and identity refusals.
+- ``hostports.py``: :class:`Ports`: refusing new live bytes whose host port another live pod holds.
+- ``scan.py``: :class:`Scanner`: drift scan and adoption, settled reads, changed-meanwhile, quarantine.
+- ``recover.py``: :class:`Recovery`: intents and ``recover``; the recording helpers.
+- ``swap.py``: :class:`Swapper`: apply/edit (an :class:`ApplyRequest`), rollback, restore_last_good.
+- ``park.py``: :class:`Parker`: park, unpark, discard_park, parks_bypassed, ``apply --unpark``.
+- ``query.py``: :class:`Query`: history, show, diff, status (read-only).
+- ``reader.py``, ``full.py``: the facades :class:`Reader` (core and query) and :class:`Engine`
+  (every family, each given its collaborators in its constructor; the verbs delegate).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The engine core: what every verb needs, and nothing verb-specific.
 
 One :class:`EngineCore` over a :class:`~staticpodd.layout.Layout`: the configuration (loaded
-lazily), the version store (opened on first use), the one flock (re-entrant; its first
-acquisition finishes or undoes interrupted operations), the journal, the hooks, and the
-directory as the kubelet sees it: listing its files and resolving a name to a component. The
-verb families (:mod:`.swap`, :mod:`.park`, :mod:`.scan`, :mod:`.query`, :mod:`.recover`) build
-on it; :class:`staticpodd.engine.Engine` composes them.
+lazily), the version store (opened on first use), the one flock, the journal, the hooks, and
+the directory as the kubelet sees it: listing its files and resolving a name to a component.
+:class:`Guard` takes the flock around a changing verb (its first acquisition finishes or undoes
+interrupted operations). The verb families (:mod:`.swap`, :mod:`.park`, :mod:`.scan`,
+:mod:`.query`, :mod:`.recover`) are given the core they work on;
+:class:`staticpodd.engine.Engine` composes them.
 """
 
 from __future__ import annotations
@@ -53,33 +54,29 @@ class EngineCore:
         self.journal = journal
         self._config = config
         self._config_loader = config_loader
-        self._lock_timeout = lock_timeout
-        self._notify = notify if notify is not None else default_notify()
+        #: ``--lock-timeout`` (seconds), None for the default: bounds the flock and SQLite's waits
+        self.lock_timeout = lock_timeout
+        #: called while waiting for the flock (say who holds it)
+        self.notify = notify if notify is not None else default_notify()
         self._store: VersionStore | None = None
-        self._lock = FileLock(layout.lock_path, description=f"{journal.identifier} by {actor}")
-        self._recovered = False
-        #: What the last :meth:`recover` did (one dict per interrupted operation).
-        self.last_recovery: list[dict[str, Any]] = []
+        #: the one flock; :class:`Guard` takes it around a changing verb
+        self.lock = FileLock(layout.lock_path, description=f"{journal.identifier} by {actor}")
         #: Entries seen whose names are not valid UTF-8, as ``os.listdir`` gives them
         #: (surrogate-escaped): the kubelet reads them, we cannot track them (see _dir_names).
         self.untrackable: set[str] = set()
         #: live symlinks whose target the kubelet refuses as a pod: never recorded (file -> why)
         self.links_not_recorded: dict[str, str] = {}
-        self._untrackable_logged: set[str] = set()
+        self.untrackable_logged: set[str] = set()
         #: Files without a manifest suffix whose name is a component another file owns
         #: (``kube-scheduler`` beside ``kube-scheduler.yaml``), as ``(location, name) -> owner's file
         #: name``: the kubelet reads a live one, we do not track it (see :meth:`name_owner`). A state,
         #: not a fact about the name: refreshed by every listing (:meth:`live_names`, :meth:`parked_names`).
         self.names_taken: dict[tuple[str, str], str] = {}
-        self._taken_logged: set[tuple[str, str, str]] = set()
+        self.taken_logged: set[tuple[str, str, str]] = set()
         #: Post-hooks that failed, timed out or were refused during this Engine's operations.
         self.hook_warnings: list[OpWarning] = []
-        self._listing: list[str] | None = None  # the directory's names during one scan
-        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of _listing
-
-    if TYPE_CHECKING:  # defined by RecoverVerbs (recover.py); locked() runs it on first acquisition
-
-        def recover(self) -> list[dict[str, Any]]: ...
+        self.listing: list[str] | None = None  # the directory's names during one scan
+        self._by_stem: tuple[list[str], dict[str, set[str]]] | None = None  # stem -> names of listing
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -102,7 +99,7 @@ class EngineCore:
         if self._store is None:
             # SQLite waits for another connection (a sqlite3 shell, a backup) as long as we wait
             # for the flock: --lock-timeout bounds both
-            timeout = DEFAULT_TIMEOUT if self._lock_timeout is None else self._lock_timeout
+            timeout = DEFAULT_TIMEOUT if self.lock_timeout is None else self.lock_timeout
             self._store = VersionStore(self.layout.db_path, busy_timeout=timeout)
         return self._store
 
@@ -112,25 +109,10 @@ class EngineCore:
             self._store.close()
             self._store = None
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the staticpodd flock (re-entrant). On first acquisition, run :meth:`recover`.
-
-        Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
-        ``lock_timeout``, default 30).
-        """
-        self.check_manifest_dir()
-        timeout = self._lock_timeout
-        if timeout is None:
-            timeout = DEFAULT_TIMEOUT
-        self._lock.acquire(timeout, self._notify)
-        try:
-            if not self._recovered:
-                self._recovered = True
-                self.recover()
-            yield
-        finally:
-            self._lock.release()
+    @property
+    def lock_held(self) -> bool:
+        """Whether this process holds the flock now (caches are written only under it)."""
+        return self.lock.held
 
     def check_manifest_dir(self) -> None:
         """Raise FsError unless the manifest directory exists and is a directory (a typo in
@@ -144,7 +126,7 @@ class EngineCore:
                 hint="check --root / --manifest-dir, or staticPodPath in <root>/var/lib/kubelet/config.yaml",
             )
 
-    def _log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
+    def log(self, event: Event, message: str, *, priority: int = INFO, **fields: Any) -> None:
         fields.setdefault("actor", str(self.actor))
         self.journal.log(event, message, priority=priority, **fields)
 
@@ -161,7 +143,7 @@ class EngineCore:
                     exc.message += "; nothing was changed in the manifest directory"
             raise
 
-    def _set_observed(self, comp: str, fn: str, loc: str, digest: str, st: Any) -> None:
+    def set_observed(self, comp: str, fn: str, loc: str, digest: str, st: Any) -> None:
         self.store.set_observed(Observed(comp, fn, loc, digest, st.mode, st.uid, st.gid))
 
     # -- resolving names ----------------------------------------------------------------------
@@ -174,9 +156,9 @@ class EngineCore:
         and one such file must not stop every other component from being managed. The kubelet
         still reads it (docs/kubelet-contract.md "Which files are pods"); ``status`` and ``doctor`` say so.
         """
-        return self._listed(directory, files_only=False)
+        return self.listed(directory, files_only=False)
 
-    def _listed(self, directory: Path, *, files_only: bool) -> list[str]:
+    def listed(self, directory: Path, *, files_only: bool) -> list[str]:
         """:meth:`_dir_names`, or with ``files_only`` just the entries that are files or links
         to files, from one ``os.scandir`` (the entry type comes with the listing: a stat is made
         only for links and for names that are not UTF-8)."""
@@ -203,7 +185,7 @@ class EngineCore:
             # the whole directory was listed: what is gone is no longer reported (a long-lived
             # daemon's engine lists it again and again), and logged again should it come back
             self.untrackable = odd
-            self._untrackable_logged &= odd
+            self.untrackable_logged &= odd
         out.sort()
         return out
 
@@ -211,11 +193,11 @@ class EngineCore:
         """Non-dot entries of the manifest directory that are files (or links to files): what the
         kubelet reads (docs/kubelet-contract.md "Which files are pods"), sorted like its relist; without the
         names another file's component takes (:attr:`names_taken`), which are no component."""
-        return self._untaken("live", self._listed(self.layout.manifest_dir, files_only=True))
+        return self._untaken("live", self.listed(self.layout.manifest_dir, files_only=True))
 
     def parked_names(self) -> list[str]:
         """File names of the parked copies (without the names taken, as :meth:`live_names`)."""
-        return self._untaken("parked", self._listed(self.layout.parked_dir, files_only=True))
+        return self._untaken("parked", self.listed(self.layout.parked_dir, files_only=True))
 
     def _untaken(self, location: str, names: list[str]) -> list[str]:
         """``names`` (one listing of ``location``) without the suffix-less names that are another
@@ -282,7 +264,7 @@ class EngineCore:
     def _is_file_at(self, location: str, file_name: str) -> bool:
         """Whether ``file_name`` (a non-dot UTF-8 name) is among :meth:`live_names` (``live``) or
         :meth:`parked_names` (``parked``), without listing the directory: one stat."""
-        return os.path.isfile(self._path(location, file_name))
+        return os.path.isfile(self.path(location, file_name))
 
     def component_for(self, file_name: str) -> str:
         """The component a file in the directory belongs to: its stem (``web`` for ``web.yaml``),
@@ -303,7 +285,7 @@ class EngineCore:
             head = self.store.head(stem)
             if head is not None:
                 return stem if head.file_name == file_name else file_name
-        pool = getattr(self, "_listing", None)
+        pool = self.listing
         if pool is None:
             siblings = sorted({n for n in self.live_names() + self.parked_names()
                                if component_of(n) == stem and n != stem})
@@ -352,7 +334,7 @@ class EngineCore:
             if by_path:  # that very file is meant, and it is no component
                 reason, fix = self.taken_reason(name, owner)
                 raise Conflict(f"{name}: {reason}; staticpodd does not track this file",
-                               path=str(self._path("live" if in_live else "parked", name)),
+                               path=str(self.path("live" if in_live else "parked", name)),
                                hint=f"{fix}; to mean the component, name it without a path: {_q(name)}")
             in_live = in_parked = False  # a file named like another file's component: that component is meant
         if in_live or in_parked:
@@ -396,7 +378,7 @@ class EngineCore:
             hint = (f"did you mean {close[0]}? " if close else "") + "known components: " + ", ".join(known)
         raise UnknownComponent(f"no component {name!r} in {self.layout.manifest_dir}", hint=hint)
 
-    def _state_at(self, location: str, file_name: str) -> fsops.FileState | None:
+    def state_at(self, location: str, file_name: str) -> fsops.FileState | None:
         base = self.layout.manifest_dir if location == "live" else self.layout.parked_dir
         return fsops.read_state(base / file_name)
 
@@ -415,7 +397,7 @@ class EngineCore:
                 hint=f"look at the target yourself if you mean to (ls -l {path}); the kubelet reads it as a pod",
             )
 
-    def _path(self, location: str, file_name: str) -> Path:
+    def path(self, location: str, file_name: str) -> Path:
         return (self.layout.manifest_dir if location == "live" else self.layout.parked_dir) / file_name
 
     def current_bytes(self, name: str, *, for_display: bool = False) -> tuple[Target, bytes, str]:
@@ -430,8 +412,8 @@ class EngineCore:
         for loc in ("live", "parked"):
             if (loc == "live" and target.live) or (loc == "parked" and target.parked):
                 if for_display:
-                    self._refuse_link_out(self._path(loc, target.file_name))
-                st = self._state_at(loc, target.file_name)
+                    self._refuse_link_out(self.path(loc, target.file_name))
+                st = self.state_at(loc, target.file_name)
                 if st is not None:
                     return target, st.data, loc
         raise UnknownComponent(
@@ -441,7 +423,7 @@ class EngineCore:
 
     # -- hooks ----------------------------------------------------------------------------------
 
-    def _hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
+    def hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
                version: int | None = None, digest: str | None = None) -> bool:
         """Run ``<hooks>/<phase>-<verb>.d`` (staticpodd.hooks). Returns whether any hook ran: a
         pre-hook is a wait, after which what was judged before it is judged again."""
@@ -458,3 +440,39 @@ class EngineCore:
             self.hook_warnings.extend(OpWarning.of(r, phase, verb) for r in results
                                       if r.status in ("failed", "signaled", "timeout", "refused"))
         return any(r.status not in ("refused", "skipped") for r in results)
+
+
+class Guard:
+    """The one flock around a changing verb, re-entrant; its first acquisition runs ``recover``
+    (finishes or undoes interrupted operations) before anything else happens under it.
+
+    ``core``: the :class:`EngineCore` whose lock, lock timeout and manifest directory it uses;
+    ``recover``: what to run on the first acquisition
+    (:meth:`staticpodd.engine.recover.Recovery.recover`).
+    """
+
+    def __init__(self, core: EngineCore, recover: Callable[[], object]) -> None:
+        self._core = core
+        self._recover = recover
+        self._recovered = False
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the staticpodd flock (re-entrant). On first acquisition, run ``recover``.
+
+        Raises LockTimeout after ``lock_timeout`` seconds (``--lock-timeout``, config
+        ``lock_timeout``, default 30); FsError when the manifest directory is missing.
+        """
+        core = self._core
+        core.check_manifest_dir()
+        timeout = core.lock_timeout
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        core.lock.acquire(timeout, core.notify)
+        try:
+            if not self._recovered:
+                self._recovered = True
+                self._recover()
+            yield
+        finally:
+            core.lock.release()

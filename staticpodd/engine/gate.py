@@ -1,6 +1,6 @@
 """The validation gate and the pod-identity checks: what decides whether bytes may enter.
 
-:class:`GateCore` runs :func:`staticpodd.validate.gate` with the configured options and caches
+:class:`Gatekeeper` runs :func:`staticpodd.validate.gate` with the configured options and caches
 the verdict by digest; reads the pod (namespace/name) bytes define, cached too; and refuses
 what would make the kubelet run something else than the operator meant: a second file
 defining the same pod (docs/kubelet-contract.md "Duplicate names across files"), new bytes that turn a
@@ -20,7 +20,6 @@ from ..journal import WARNING, Event
 from ..layout import component_of
 from ..store import digest_of
 from ..termsafe import printable_name
-from .core import EngineCore
 from .fsfacts import _sig_text, _stat_sig
 from .model import _q
 
@@ -28,14 +27,38 @@ TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's sta
 if TYPE_CHECKING:
     from typing import Any
 
+    from .core import EngineCore
+
 
 #: Files up to this size are decoded for their pod identity (cached by digest: later verbs do not
 #: read them); larger ones only when their bytes could name the pod (podfacts.may_name).
 _DECODE_FOR_IDENTITY = 256 * 1024
 
 
-class GateCore(EngineCore):
-    """The gate, the verdict and identity caches, and the identity and duplicate refusals."""
+class Gatekeeper:
+    """The gate, the verdict and identity caches, and the identity and duplicate refusals.
+
+    ``core``: the directory, store, configuration, journal and lock it works with.
+    ``look_fact_kind``: the store ``facts`` kind the checks of one look read beside each live
+    file's identity (:meth:`looked_rows`; the host-port claims,
+    :func:`staticpodd.engine.hostports.ports_kind`), None for none.
+    """
+
+    #: How many verdicts :meth:`judge_recorded` keeps in memory (the oldest goes first).
+    JUDGED_KEEP = 16
+
+    def __init__(self, core: EngineCore, *, look_fact_kind: Callable[[], str] | None = None) -> None:
+        self.core = core
+        self._look_fact_kind = look_fact_kind
+        #: (digest, options, node name) -> what :meth:`judge_recorded` found: ``(manifest, warnings)``
+        #: or None (fails). Per engine; the daemon builds a new engine on every reload.
+        self._judged: dict[tuple[str, Any, str], tuple[Any, list[Any]] | None] | None = None
+        #: The live files with their stat signatures, listed once for the checks of one look at
+        #: the directory (:meth:`one_look`); None outside one, or before its first listing.
+        self._look: list[tuple[str, str, bool, str | None]] | None = None
+        #: The store's rows for the live files in one look (:meth:`looked_rows`).
+        self._look_rows: dict[str, tuple[str, bool, str | None, str | None, str | None]] | None = None
+        self._looking = False
 
     # -- validation ---------------------------------------------------------------------------
 
@@ -44,7 +67,7 @@ class GateCore(EngineCore):
         from ..validate import Options
 
         kw: dict[str, Any] = {}
-        cfg = self.config
+        cfg = self.core.config
         if cfg is not None:
             for src, dst in (
                 ("kubernetes_version", "kubernetes_version"),
@@ -79,17 +102,19 @@ class GateCore(EngineCore):
         try:
             manifest, warnings = gate(data, display_path, self.validate_options())
         except InvalidManifest as exc:
-            self.store.set_verdict(digest, validator_id(), False)
+            self.core.store.set_verdict(digest, validator_id(), False)
             # counted in staticpodd_refused_applies_total (metrics.store_counters)
-            self.store.record_event("refused-invalid", component=component, file_name=None, actor=self.actor.name,
-                                    details={"digest": digest, "code": exc.findings[0].code if exc.findings else None})
+            self.core.store.record_event("refused-invalid", component=component, file_name=None,
+                                         actor=self.core.actor.name,
+                                         details={"digest": digest,
+                                                  "code": exc.findings[0].code if exc.findings else None})
             first = exc.findings[0] if exc.findings else None
             where = f" at line {exc.line}" if exc.line else ""
             what = f" ({first.code}{', ' + exc.field if exc.field else ''})" if first else ""
             from ..validate import kubelet_refuses  # two levels: say when only staticpodd refuses it
 
             ours = "" if kubelet_refuses(exc.findings) else " by staticpodd's own rules (the kubelet would run it)"
-            self._log(  # codes, lines and field paths only: messages may quote values from the manifest
+            self.core.log(  # codes, lines and field paths only: messages may quote values from the manifest
                 Event.REFUSED_INVALID,
                 f"refused {display_path}: not a valid static pod manifest{where}{what}{ours}",
                 priority=WARNING,
@@ -101,27 +126,21 @@ class GateCore(EngineCore):
                 code=exc.findings[0].code if exc.findings else None,
             )
             raise
-        self._cache_passed(digest, manifest)
+        self.cache_passed(digest, manifest)
         return manifest, warnings
 
-    def _cache_passed(self, digest: str, manifest: Any) -> None:
+    def cache_passed(self, digest: str, manifest: Any) -> None:
         """Cache that bytes ``digest`` pass the gate and define pod ``manifest`` (namespace, name),
         in one transaction. Both rows are caches (lost, they are computed again), so the commit
         is not synced on its own (:meth:`staticpodd.store.VersionStore.relaxed`): an intent
         committed before the rename that follows, or the next checkpoint, makes it durable."""
         from ..resources import validator_id
 
-        if self.store.readonly:
+        if self.core.store.readonly:
             return  # caches: a read-only store does without
-        with self.store.relaxed():
-            self.store.set_verdict(digest, validator_id(), True)
-            self.store.set_identity(digest, (manifest.namespace, manifest.name))
-
-    #: (digest, options, node name) -> what :meth:`judge_recorded` found: ``(manifest, warnings)``
-    #: or None (fails). Per engine; the daemon builds a new engine on every reload.
-    _judged: dict[tuple[str, Any, str], tuple[Any, list[Any]] | None] | None = None
-    #: How many verdicts :meth:`judge_recorded` keeps in memory (the oldest goes first).
-    JUDGED_KEEP = 16
+        with self.core.store.relaxed():
+            self.core.store.set_verdict(digest, validator_id(), True)
+            self.core.store.set_identity(digest, (manifest.namespace, manifest.name))
 
     def judge_recorded(self, data: bytes, display_path: str) -> tuple[Any, list[Any]] | None:
         """The gate's verdict on recorded bytes that a restore may put back: ``(manifest,
@@ -130,7 +149,7 @@ class GateCore(EngineCore):
         versions in silence).
 
         Kept in memory for this engine's life by (digest, validation options, node name), and
-        in the store's verdict cache under :meth:`_judged_key` (the validator's code, the
+        in the store's verdict cache under :meth:`judged_key` (the validator's code, the
         options, the node's name and capacity: everything the verdict depends on), written only
         under the lock: a daemon that restores the same version again, also after a restart,
         does not validate it again, and :meth:`apply` given the verdict (``gated``) does not run
@@ -149,8 +168,8 @@ class GateCore(EngineCore):
             memo = self._judged = {}
         if key in memo:
             return memo[key]
-        store = self.store if self.layout.db_path.exists() else None
-        vkey = self._judged_key(options)
+        store = self.core.store if self.core.layout.db_path.exists() else None
+        vkey = self.judged_key(options)
         kept = store.verdict(digest, vkey) if store is not None else None
         ident = store.identity(digest) if store is not None and kept else None
         found: tuple[Any, list[Any]] | None
@@ -165,7 +184,7 @@ class GateCore(EngineCore):
                 found = None
             else:
                 found = (Manifest({}, manifest.name, manifest.namespace, manifest.digest), warnings)
-            if store is not None and self._lock.held and not store.readonly:
+            if store is not None and self.core.lock_held and not store.readonly:
                 with store.relaxed():  # a cache: made durable by the intent that follows, if any
                     store.set_verdict(digest, vkey, found is not None)
                     if found is not None:
@@ -176,7 +195,7 @@ class GateCore(EngineCore):
         return found
 
     @staticmethod
-    def _judged_key(options: Any) -> str:
+    def judged_key(options: Any) -> str:
         """The store's verdict-cache key of :meth:`judge_recorded`: a hash of the validator's
         code and schemas (:func:`staticpodd.resources.validator_id`), the validation options,
         and what they leave to the host (its node name, CPU and memory capacity: the node-fit
@@ -189,12 +208,12 @@ class GateCore(EngineCore):
         facts = (validator_id(), repr(options), options.resolved_node_name(), node_capacity(options))
         return "restore/" + digest_of(repr(facts).encode())[:32]
 
-    def _gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
+    def gate_ro(self, data: bytes, source: str) -> tuple[Any, list[Any]]:
         from ..validate import gate
 
         return gate(data, source, self.validate_options())
 
-    def _verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
+    def verdict(self, data: bytes, path: str, component: str) -> tuple[bool, list[Any]]:
         from ..validate import has_errors, validate_bytes
 
         findings = validate_bytes(data, path, self.validate_options())
@@ -208,16 +227,16 @@ class GateCore(EngineCore):
         nothing).
         """
         digest = digest_of(data)
-        have_store = self.layout.db_path.exists()
-        cached = self.store.identity(digest) if have_store else None
+        have_store = self.core.layout.db_path.exists()
+        cached = self.core.store.identity(digest) if have_store else None
         if cached is not None:
             ns, name = cached
             return (ns, name) if ns is not None and name is not None else None
         from ..decoding import pod_identity
 
         ident = pod_identity(data)
-        if self._lock.held:
-            self.store.set_identity(digest, ident)
+        if self.core.lock_held:
+            self.core.store.set_identity(digest, ident)
         return ident
 
     def memo(self, kind: str, data: bytes, compute: Callable[[], Any]) -> Any:
@@ -226,15 +245,15 @@ class GateCore(EngineCore):
         For facts that depend only on the bytes and on this release's code (a JSON value).
         Without a store yet, it just computes.
         """
-        if not self.layout.db_path.exists():
+        if not self.core.layout.db_path.exists():
             return compute()
         from .. import __version__
 
         digest, key = digest_of(data), f"{kind}@{__version__}"
-        found, value = self.store.fact(digest, key)
+        found, value = self.core.store.fact(digest, key)
         if not found:
             value = compute()
-            self.store.set_fact(digest, key, value)
+            self.core.store.set_fact(digest, key, value)
         return value
 
     # -- which files define a pod ---------------------------------------------------------------
@@ -248,21 +267,21 @@ class GateCore(EngineCore):
         out = []
         # one query for every live file's cached identity and stat signature, then one stat per
         # file: a file whose stat is what it was when its bytes were read is not read again
-        have_store = self.layout.db_path.exists()
-        cached = self._looked_rows() if self._looking and have_store else (
-            self.store.live_identities() if have_store else {})
+        have_store = self.core.layout.db_path.exists()
+        cached = self.looked_rows() if self._looking and have_store else (
+            self.core.store.live_identities() if have_store else {})
         # the identities this call caches go in one transaction, not one commit per file (the
         # first park on a node of 1,000 manifests made 1,000 commits)
-        batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
+        batch = (self.core.store.transaction() if have_store and self.core.lock_held and not self.core.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for shown, path, tracked, sig in self._live_others(besides):
+            for shown, path, tracked, sig in self.live_others(besides):
                 row = cached.get(shown) if tracked else None
                 if row is not None and row[1] and sig is not None and sig == row[0]:
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
                         out.append(shown)
                     continue
-                data = self._live_bytes(path, tracked)
+                data = self.live_bytes(path, tracked)
                 if data is None:
                     continue
                 if len(data) > _DECODE_FOR_IDENTITY and not may_name(data, ident[1]):
@@ -274,28 +293,16 @@ class GateCore(EngineCore):
                     out.append(shown)
         return out
 
-    #: The live files with their stat signatures, listed once for the checks of one look at the
-    #: directory (:meth:`one_look`); None outside one, or before its first listing.
-    _look: list[tuple[str, str, bool, str | None]] | None = None
-    #: The store's rows for the live files in one look (:meth:`_looked_rows`).
-    _look_rows: dict[str, tuple[str, bool, str | None, str | None, str | None]] | None = None
-    _looking = False
-
-    def _look_fact_kind(self) -> str | None:
-        """The ``facts`` kind the checks of one look read beside the identities (None: none);
-        :class:`~staticpodd.engine.hostports.PortsCore` names its host-port claims."""
-        return None
-
-    def _looked_rows(self) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
+    def looked_rows(self) -> dict[str, tuple[str, bool, str | None, str | None, str | None]]:
         """In a look (:meth:`one_look`): each live file's ``(sig, identity known, namespace,
         name, fact)`` from the store, one query for all the checks of the look
         (:meth:`VersionStore.live_identities_and_facts`)."""
         if self._look_rows is None:
-            kind = self._look_fact_kind()
+            kind = self._look_fact_kind() if self._look_fact_kind is not None else None
             if kind is None:
-                self._look_rows = {k: (*v, None) for k, v in self.store.live_identities().items()}
+                self._look_rows = {k: (*v, None) for k, v in self.core.store.live_identities().items()}
             else:
-                self._look_rows = self.store.live_identities_and_facts(kind)
+                self._look_rows = self.core.store.live_identities_and_facts(kind)
         return self._look_rows
 
     @contextlib.contextmanager
@@ -313,7 +320,7 @@ class GateCore(EngineCore):
         finally:
             self._looking, self._look, self._look_rows = False, None, None
 
-    def _live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
+    def live_others(self, besides: str) -> Iterator[tuple[str, str, bool, str | None]]:
         """``(shown, path, tracked, sig)`` for every file the kubelet reads in the manifest
         directory but ``besides``, in its (sorted) order, then the non-UTF-8 names
         (:attr:`untrackable`, ``shown`` with \\xNN escapes, ``tracked`` False: the store never
@@ -331,22 +338,22 @@ class GateCore(EngineCore):
                 yield entry
 
     def _live_entries(self) -> list[tuple[str, str, bool, str | None]]:
-        base = os.path.join(self.layout.manifest_dir, "")
+        base = os.path.join(self.core.layout.manifest_dir, "")
         out: list[tuple[str, str, bool, str | None]] = []
-        for other in self._listed(self.layout.manifest_dir, files_only=True):
+        for other in self.core.listed(self.core.layout.manifest_dir, files_only=True):
             sig = _stat_sig(base + other)
             out.append((other, base + other, True, _sig_text(sig) if sig is not None else None))
-        mdir = str(self.layout.manifest_dir)
-        for odd in sorted(self.untrackable):
+        mdir = str(self.core.layout.manifest_dir)
+        for odd in sorted(self.core.untrackable):
             path = Path(odd)
             if str(path.parent) == mdir and path.is_file():
                 out.append((printable_name(path.name), odd, False, None))
         return out
 
-    def _live_bytes(self, path: str, tracked: bool) -> bytes | None:
-        """The bytes of a file :meth:`_live_others` yields, None when it cannot be read (gone)."""
+    def live_bytes(self, path: str, tracked: bool) -> bytes | None:
+        """The bytes of a file :meth:`live_others` yields, None when it cannot be read (gone)."""
         if tracked:
-            st = self._state_at("live", os.path.basename(path))
+            st = self.core.state_at("live", os.path.basename(path))
             return st.data if st is not None else None
         try:
             return Path(path).read_bytes()
@@ -355,53 +362,53 @@ class GateCore(EngineCore):
 
     def _is_untrackable_display(self, shown: str) -> bool:
         """Whether ``shown`` (as :meth:`files_defining` lists it) is a non-UTF-8 file name."""
-        return any(printable_name(Path(u).name) == shown for u in self.untrackable)
+        return any(printable_name(Path(u).name) == shown for u in self.core.untrackable)
 
-    def _why_not_parkable(self, shown: str) -> str | None:
+    def why_not_parkable(self, shown: str) -> str | None:
         """Why staticpodctl cannot park the live file ``shown`` (as :meth:`files_defining` lists
         it): its name is not UTF-8, or it is another file's component (:meth:`name_owner`); None
         when it can."""
         if self._is_untrackable_display(shown):
             return "its name is not UTF-8"
-        owner = self.name_owner(shown)
+        owner = self.core.name_owner(shown)
         return None if owner is None else f"its name is the component {shown} of {owner}"
 
-    def _check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
+    def check_no_duplicate(self, file_name: str, namespace: str, name: str) -> None:
         """Refuse a manifest whose pod another live file already defines (docs/kubelet-contract.md "Duplicate
         names across files": the lexically last file wins, the other never takes effect)."""
         others = self.files_defining((namespace, name), besides=file_name)
         if others:
             winner = sorted(others + [file_name])[-1]
-            why = self._why_not_parkable(others[0])
+            why = self.why_not_parkable(others[0])
             raise Conflict(
                 f"{', '.join(others)} also define{'s' if len(others) == 1 else ''} pod {namespace}/{name}; "
                 f"the kubelet runs only the lexically last file ({winner})",
-                path=str(self.layout.manifest_dir / others[0]),
+                path=str(self.core.layout.manifest_dir / others[0]),
                 hint=(f"move {others[0]} out of the directory ({why}, so staticpodctl cannot park it)" if why else
                       f"park the other file first: staticpodctl park {_q(others[0])}"
                       + ("" if component_of(others[0]) == others[0] else " --force")),
             )
 
-    def _current_identity(self, comp: str, cur: bytes | None) -> tuple[str, str] | None:
+    def current_identity(self, comp: str, cur: bytes | None) -> tuple[str, str] | None:
         """The pod ``comp`` stands for: its current file's, or when that does not parse (or is
         gone) its newest recorded version's that does. None for a component never recorded."""
         ident = self.pod_identity(cur) if cur is not None else None
-        if ident is not None or not self.layout.db_path.exists():
+        if ident is not None or not self.core.layout.db_path.exists():
             return ident
         seen: set[str] = set()
-        for v in reversed(self.store.history(comp)):
+        for v in reversed(self.core.store.history(comp)):
             if v.digest in seen:
                 continue
             seen.add(v.digest)
-            ident = self.pod_identity(self.store.data(v.digest))
+            ident = self.pod_identity(self.core.store.data(v.digest))
             if ident is not None:
                 return ident
         return None
 
-    def _check_identity_kept(self, comp: str, fn: str, cur: bytes | None, namespace: str, name: str,
+    def check_identity_kept(self, comp: str, fn: str, cur: bytes | None, namespace: str, name: str,
                              action: str) -> None:
         """Refuse bytes that turn ``comp`` into another pod (see :meth:`apply`)."""
-        old = self._current_identity(comp, cur)
+        old = self.current_identity(comp, cur)
         if old is None or old == (namespace, name):
             return
         hint = "if that is what you mean, add --rename"
@@ -410,26 +417,26 @@ class GateCore(EngineCore):
         raise Conflict(
             f"{comp} is pod {old[0]}/{old[1]}; the new manifest defines pod {namespace}/{name}: the kubelet "
             f"would stop {old[0]}/{old[1]} and start {namespace}/{name} in its place",
-            path=str(self.layout.manifest_dir / fn),
+            path=str(self.core.layout.manifest_dir / fn),
             hint=hint,
         )
 
-    def _check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
+    def check_not_parked_elsewhere(self, comp: str, namespace: str, name: str, cur: bytes | None) -> None:
         """Refuse a live file whose pod is parked under another component (see :meth:`apply`).
         Not when ``cur`` (the component's current bytes) already runs that pod, nor for a parked
         leftover (``kube-scheduler.yaml.bak``, parked to remove a duplicate)."""
         if cur is not None and self.pod_identity(cur) == (namespace, name):
             return
-        for other in self.parked_names():
-            other_comp = self.component_for(other)
+        for other in self.core.parked_names():
+            other_comp = self.core.component_for(other)
             if other_comp == comp or component_of(other) == other:
                 continue
-            st = self._state_at("parked", other)
+            st = self.core.state_at("parked", other)
             if st is not None and self.pod_identity(st.data) == (namespace, name):
                 raise Conflict(
                     f"pod {namespace}/{name} is parked (component {other_comp}); a live file of component {comp} "
                     "defining it would start it again behind the park",
-                    path=str(self._path("parked", other)),
+                    path=str(self.core.path("parked", other)),
                     hint=f"to change the parked pod: staticpodctl apply FILE --as {other_comp}; "
                     f"to start it: staticpodctl unpark {_q(other_comp)}",
                 )

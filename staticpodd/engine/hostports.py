@@ -3,11 +3,11 @@
 ``staticpodctl validate DIR`` reports two live pods on one host port as ``host-port-conflict``
 (:func:`staticpodd.validate.directory._port_conflicts`): the kubelet admits one and rejects the
 other (docs/kubelet-contract.md "What the kubelet refuses": "Host ports already taken fail admission too").
-:class:`PortsCore` refuses such bytes before ``apply``, ``edit``, ``rollback`` or ``unpark`` put
+:class:`Ports` refuses such bytes before ``apply``, ``edit``, ``rollback`` or ``unpark`` put
 them live, by the same rule (:func:`staticpodd.hostclaims.claims_clash`).
 
 Cost: each live file's claims are a fact about its bytes, memoised in the store by
-digest (``facts``, kind :meth:`PortsCore._ports_kind`), and found for every live file with one
+digest (``facts``, kind :func:`ports_kind`), and found for every live file with one
 query joined on the stat signature its bytes were read with
 (:meth:`VersionStore.live_identities_and_facts`):
 a file is read and decoded only when its stat changed or its bytes were never seen.
@@ -22,43 +22,51 @@ from collections.abc import Iterable
 from ..errors import Conflict
 from ..hostclaims import admission_clash, clashes_with
 from ..store import digest_of
-from .gate import GateCore
 from .model import _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
     from typing import Any
 
+    from .core import EngineCore
+    from .gate import Gatekeeper
+
     Claim = tuple[str, int, str, str]
     Claims = tuple[tuple[str, str], list[Claim]] | None
 
 
-class PortsCore(GateCore):
-    """The host-port refusal of new live bytes, over a digest-keyed memo of each file's claims."""
+def ports_kind() -> str:
+    """The ``facts`` kind of a file's host-port claims: changes with the validator's code
+    (:func:`staticpodd.resources.validator_id`: the decoder and ``validate/``, where
+    :func:`~staticpodd.validate.podfacts.host_ports` lives), so a new rule is never
+    answered from an old memo. The kind the gatekeeper's looks read
+    (:class:`~staticpodd.engine.gate.Gatekeeper`'s ``look_fact_kind``)."""
+    from ..resources import validator_id
 
-    def _look_fact_kind(self) -> str | None:
-        return self._ports_kind()
+    return "host-ports/" + validator_id()
 
-    @staticmethod
-    def _ports_kind() -> str:
-        """The ``facts`` kind of a file's host-port claims: changes with the validator's code
-        (:func:`staticpodd.resources.validator_id`: the decoder and ``validate/``, where
-        :func:`~staticpodd.validate.podfacts.host_ports` lives), so a new rule is never
-        answered from an old memo."""
-        from ..resources import validator_id
 
-        return "host-ports/" + validator_id()
+class Ports:
+    """The host-port refusal of new live bytes, over a digest-keyed memo of each file's claims.
+
+    ``core``: the directory, store and lock; ``gatekeeper``: the validation options, the pod
+    identities and the one look at the other live files its checks share.
+    """
+
+    def __init__(self, core: EngineCore, gatekeeper: Gatekeeper) -> None:
+        self.core = core
+        self.gatekeeper = gatekeeper
 
     def port_claims(self, data: bytes, doc: Any = None) -> Claims:
         """``((namespace, name), [(protocol, port, hostIP, field), ...])`` of the pod ``data``
         defines (:func:`staticpodd.validate.podfacts.port_claims`), None when it is no pod.
         ``doc``: ``data`` as the gate decoded it, if at hand (not decoded again). Memoised in the
         store by digest (written only under the lock, like :meth:`pod_identity`)."""
-        have_store = self.layout.db_path.exists()
-        kind = self._ports_kind()
+        have_store = self.core.layout.db_path.exists()
+        kind = ports_kind()
         digest = digest_of(data)
         if have_store:
-            found, value = self.store.fact(digest, kind)
+            found, value = self.core.store.fact(digest, kind)
             if found:
                 return _claims_from_json(value)
         if doc:
@@ -73,8 +81,8 @@ class PortsCore(GateCore):
             claims = port_claims(data) if may_claim_host_ports(data) else None
             if claims is not None and claims[1] and self._kubelet_never_runs(data):
                 claims = (claims[0], [])  # a pod the kubelet never runs holds no port
-        if have_store and self._lock.held:
-            self.store.set_fact(digest, kind, _claims_to_json(claims))
+        if have_store and self.core.lock_held:
+            self.core.store.set_fact(digest, kind, _claims_to_json(claims))
         return claims
 
     def _kubelet_never_runs(self, data: bytes) -> bool:
@@ -84,7 +92,7 @@ class PortsCore(GateCore):
         from ..validate import validate_bytes
         from ..validate.verdict import kubelet_refuses
 
-        return kubelet_refuses(validate_bytes(data, "<live file>", self.validate_options()))
+        return kubelet_refuses(validate_bytes(data, "<live file>", self.gatekeeper.validate_options()))
 
     def live_port_claims(self, *, besides: str, ports: Iterable[tuple[str, int]] | None = None
                          ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
@@ -95,23 +103,23 @@ class PortsCore(GateCore):
         again (:meth:`VersionStore.live_identities_and_facts`, in one look: :meth:`one_look`).
         ``ports``: ``(protocol, port)`` pairs; when given, a file whose memoised claims hold none
         of them may be left out (its memo is not even decoded: one substring test per file)."""
-        with self.one_look():  # in a verb's look: the listing, stats and rows its duplicate check read
+        with self.gatekeeper.one_look():  # in a verb's look: the listing, stats and rows its duplicate check read
             return self._live_port_claims(besides, ports)
 
     def _live_port_claims(self, besides: str, ports: Iterable[tuple[str, int]] | None
                           ) -> list[tuple[str, tuple[str, str], list[Claim]]]:
-        have_store = self.layout.db_path.exists()
+        have_store = self.core.layout.db_path.exists()
         # file -> (sig, identity known, namespace, name, memoised claims as JSON text)
-        cached = self._looked_rows() if have_store else {}
+        cached = self.gatekeeper.looked_rows() if have_store else {}
         # a claim on (proto, port) is memoised as the JSON text '["TCP", 10259, ...' (json.dumps's
         # own separators, _claims_to_json): a memo without any of these texts claims none of them
         needles = None if ports is None else [json.dumps([p, n])[:-1] + "," for p, n in set(ports)]
         out: list[tuple[str, tuple[str, str], list[Claim]]] = []
         # the claims this call memoises go in one transaction, not one commit per file
-        batch = (self.store.transaction() if have_store and self._lock.held and not self.store.readonly
+        batch = (self.core.store.transaction() if have_store and self.core.lock_held and not self.core.store.readonly
                  else contextlib.nullcontext())
         with batch:
-            for shown, path, tracked, sig in self._live_others(besides):
+            for shown, path, tracked, sig in self.gatekeeper.live_others(besides):
                 row = cached.get(shown) if tracked else None
                 if row is not None and row[-1] is not None and sig is not None and sig == row[0]:
                     text = row[-1]
@@ -119,13 +127,13 @@ class PortsCore(GateCore):
                         continue
                     claims = _claims_from_json(json.loads(text))
                 else:
-                    data = self._live_bytes(path, tracked)
+                    data = self.gatekeeper.live_bytes(path, tracked)
                     claims = self.port_claims(data) if data is not None else None
                 if claims is not None and claims[1]:
                     out.append((shown, claims[0], claims[1]))
         return out
 
-    def _check_host_ports(self, fn: str, data: bytes, source: str, *, action: str, doc: Any = None) -> None:
+    def check_host_ports(self, fn: str, data: bytes, source: str, *, action: str, doc: Any = None) -> None:
         """Refuse ``data``, about to become the live file ``fn``, when it claims a host port that
         a pod of another live file already claims (the component's own live file ``fn`` is what
         the bytes replace: it never counts). Raises Conflict naming the port and protocol, the
@@ -149,7 +157,7 @@ class PortsCore(GateCore):
         clashes.sort(key=lambda c: not admission_clash(c[0], c[3]))
         (proto, port, _ip, field), other, okey, oclaim = clashes[0]
         line, column = _where(data, field)
-        why = self._why_not_parkable(other)
+        why = self.gatekeeper.why_not_parkable(other)
         more = {o for _c, o, _k, _oc in clashes[1:] if o != other}
         also = f" (and {', '.join(sorted(more))})" if more else ""
         verb = "unparking" if action == "unpark" else "putting it live"
@@ -177,7 +185,7 @@ class PortsCore(GateCore):
     def _shadowed(self, shown: str, key: tuple[str, str]) -> bool:
         """Whether live file ``shown`` (as :meth:`live_port_claims` names it) is not the file the
         kubelet runs for its pod ``key``: another live file defining that pod sorts after it."""
-        others = self.files_defining(key, besides=shown)
+        others = self.gatekeeper.files_defining(key, besides=shown)
         return bool(others) and sorted([*others, shown])[-1] != shown
 
 

@@ -1,6 +1,6 @@
 """The read-only verbs: ``history``, ``show``, ``diff`` and ``status``.
 
-:class:`QueryVerbs` reads the store and the directory and changes nothing: no lock, no
+:class:`Query` reads the store and the directory and changes nothing: no lock, no
 writes (``status`` runs even with a broken or busy daemon, and on a node with no store yet).
 """
 
@@ -12,7 +12,6 @@ from ..errors import FsError, UnknownComponent
 from ..layout import component_of
 from ..store import Version, digest_of
 from ..termsafe import printable_name
-from .core import EngineCore
 from .fsfacts import _is_tool_tempfile, _sig_text, _stat_sig, pid_alive, refused_link
 from .model import split_at, unified_diff
 
@@ -20,16 +19,21 @@ TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's sta
 if TYPE_CHECKING:
     from typing import Any
 
+    from .core import EngineCore
 
-class QueryVerbs(EngineCore):
-    """``history``, ``show``, ``diff`` and ``status``."""
+
+class Query:
+    """``history``, ``show``, ``diff`` and ``status``, over ``core`` (the directory and the store)."""
+
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
 
     # -- read-only verbs ---------------------------------------------------------------------------
 
     def history(self, name: str, *, limit: int | None = None) -> tuple[str, list[Version]]:
         """``(component, versions oldest first)``. Raises UnknownComponent."""
-        target = self.resolve(name)
-        versions = self.store.history(target.component, limit=limit) if self.layout.db_path.exists() else []
+        target = self.core.resolve(name)
+        versions = self.core.store.history(target.component, limit=limit) if self.core.layout.db_path.exists() else []
         return target.component, versions
 
     def show(self, spec: str) -> tuple[Version | None, bytes, str]:
@@ -39,35 +43,35 @@ class QueryVerbs(EngineCore):
         """
         comp_name, seq = split_at(spec)
         if seq is None:
-            target, data, loc = self.current_bytes(comp_name, for_display=True)
-            head = self.store.head(target.component) if self.layout.db_path.exists() else None
+            target, data, loc = self.core.current_bytes(comp_name, for_display=True)
+            head = self.core.store.head(target.component) if self.core.layout.db_path.exists() else None
             v = head if head is not None and head.digest == digest_of(data) else None
             return v, data, f"{target.file_name} ({loc})"
-        target = self.resolve(comp_name)
-        v = self.store.get(target.component, seq)
-        return v, self.store.data(v.digest), f"{target.component}@{seq}"
+        target = self.core.resolve(comp_name)
+        v = self.core.store.get(target.component, seq)
+        return v, self.core.store.data(v.digest), f"{target.component}@{seq}"
 
     def diff(self, name: str, a: int | None = None, b: int | None = None) -> str:
         """Unified diff between versions ``a`` and ``b`` (``b`` None: the current file; both None:
         the newest version against the current file, which shows drift). Raises UnknownVersion."""
-        target = self.resolve(name)
+        target = self.core.resolve(name)
         comp = target.component
         if a is None:
-            head = self.store.head(comp)
+            head = self.core.store.head(comp)
             if head is None:
                 raise UnknownComponent(f"{comp} has no recorded version", hint="nothing to compare with yet")
             a = head.seq
-        va = self.store.get(comp, a)
-        da = self.store.data(va.digest)
+        va = self.core.store.get(comp, a)
+        da = self.core.store.data(va.digest)
         if b is None:
             try:
-                _, db, loc = self.current_bytes(comp, for_display=True)
+                _, db, loc = self.core.current_bytes(comp, for_display=True)
                 label_b = f"{target.file_name} ({loc})"
             except UnknownComponent:
                 db, label_b = None, "(no file)"
         else:
-            vb = self.store.get(comp, b)
-            db = self.store.data(vb.digest)
+            vb = self.core.store.get(comp, b)
+            db = self.core.store.data(vb.digest)
             label_b = f"{comp}@{b}"
         return unified_diff(da, db, f"{comp}@{a}", label_b)
 
@@ -79,7 +83,7 @@ class QueryVerbs(EngineCore):
         hit = known.get(f"{loc}/{file_name}")
         if hit is None:
             return None
-        sig = _stat_sig(self._path(loc, file_name))
+        sig = _stat_sig(self.core.path(loc, file_name))
         if sig is None or _sig_text(sig) != hit[0]:
             return None
         return hit[1], stat.S_IMODE(sig[4])
@@ -88,22 +92,22 @@ class QueryVerbs(EngineCore):
         """``(digest, location)`` of a component's file as it is now (live, else parked), from its
         stat signature when that is unchanged (:meth:`recorded_digest`), else from its bytes.
         Raises UnknownComponent when it has no file."""
-        target = self.resolve(name)
-        if self.layout.db_path.exists():
+        target = self.core.resolve(name)
+        if self.core.layout.db_path.exists():
             keys = [f"{loc}/{target.file_name}" for loc, there in (("live", target.live), ("parked", target.parked))
                     if there]
-            known = self.store.sig_digests(keys) if keys else {}
+            known = self.core.store.sig_digests(keys) if keys else {}
             for loc in ("live", "parked"):
                 if f"{loc}/{target.file_name}" in keys and (hit := self.recorded_digest(loc, target.file_name, known)):
                     return hit[0], loc
-        _, data, loc = self.current_bytes(name)
+        _, data, loc = self.core.current_bytes(name)
         return digest_of(data), loc
 
     def _names_taken_rows(self) -> list[dict[str, Any]]:
         """:attr:`names_taken` as of the last listing, for ``status``: live ones first."""
         rows = []
-        for (loc, fn), owner in sorted(self.names_taken.items(), key=lambda kv: (kv[0][0] != "live", kv[0][1])):
-            reason, fix = self.taken_reason(fn, owner)
+        for (loc, fn), owner in sorted(self.core.names_taken.items(), key=lambda kv: (kv[0][0] != "live", kv[0][1])):
+            reason, fix = self.core.taken_reason(fn, owner)
             rows.append({"file_name": fn, "location": loc, "component": fn, "owner": owner, "reason": reason,
                          "hint": fix})
         return rows
@@ -115,17 +119,17 @@ class QueryVerbs(EngineCore):
         are no component (``untrackable``, ``names_taken``, ``links_not_recorded``). Read-only: takes
         no lock and writes nothing. Shape: ``{"manifest_dir", "components": [...], "interrupted": n}``.
         """
-        self.check_manifest_dir()
-        have_store = self.layout.db_path.exists()
-        store = self.store if have_store else None
-        live = self.live_names()
-        parked = self.parked_names()
+        self.core.check_manifest_dir()
+        have_store = self.core.layout.db_path.exists()
+        store = self.core.store if have_store else None
+        live = self.core.live_names()
+        parked = self.core.parked_names()
         rows: dict[str, dict[str, Any]] = {}
         parks = {p.component: p for p in store.parks()} if store else {}
         known = store.sig_digests() if store else {}  # files whose stat says they hold recorded bytes
         for loc, pool in (("live", live), ("parked", parked)):
             for fn in pool:
-                comp = self.component_for(fn)
+                comp = self.core.component_for(fn)
                 if comp in rows and rows[comp]["state"] == "live":
                     continue
                 head = store.head(comp) if store else None
@@ -136,11 +140,12 @@ class QueryVerbs(EngineCore):
                     digest, mode = fast
                 else:
                     try:
-                        st = self._state_at(loc, fn)
+                        st = self.core.state_at(loc, fn)
                     except FsError:
                         st = None
                     if loc == "live" and st is not None and head is None and (why := refused_link(st)) is not None:
-                        self.links_not_recorded[fn] = why  # a link to a secret or other non-manifest: named, not a row
+                        # a link to a secret or other non-manifest: named, not a row
+                        self.core.links_not_recorded[fn] = why
                         continue
                     digest = digest_of(st.data) if st else None
                     mode = st.mode if st else None
@@ -181,16 +186,16 @@ class QueryVerbs(EngineCore):
                               "version": head.seq if head else None, "digest": None, "drift": True,
                               "mode": None, "stray": False, "parked": p.to_dict()}
         return {
-            "manifest_dir": str(self.layout.manifest_dir),
+            "manifest_dir": str(self.core.layout.manifest_dir),
             "components": [rows[k] for k in sorted(rows)],
             # files the kubelet reads but staticpodd cannot track (names not valid UTF-8)
-            "untrackable": sorted(printable_name(n) for n in self.untrackable),
+            "untrackable": sorted(printable_name(n) for n in self.core.untrackable),
             # files named like another file's component (kube-scheduler beside kube-scheduler.yaml):
             # no component, not tracked; the kubelet reads a live one
             "names_taken": self._names_taken_rows(),
             # live symlinks to files that are not pod manifests: the kubelet skips them; not recorded
             "links_not_recorded": [{"file_name": printable_name(n), "reason": why}
-                                   for n, why in sorted(self.links_not_recorded.items())],
+                                   for n, why in sorted(self.core.links_not_recorded.items())],
             # intents whose process is gone: a live pid is an operation still under way
             "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
         }

@@ -97,7 +97,7 @@ def test_a_failed_scan_stores_no_signature(eng, sandbox, monkeypatch) -> None:
     old = time.time() - 60
     os.utime(sandbox.manifests / "p06.yaml", (old, old))
     _wait_out_racy_window(sandbox, monkeypatch)
-    monkeypatch.setattr(eng, "_log", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(eng.core, "log", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with eng.locked(), pytest.raises(RuntimeError):
         eng.scan()
     assert eng.store.sigs() == before  # rolled back with the rest of the scan

@@ -47,14 +47,14 @@ if os.environ.get("STATICPODD_COUNT_SCANS"):  # every Engine.scan too (a quiet p
     import staticpodd.engine.scan  # noqa: E402
 
     _scans = open(os.environ["STATICPODD_COUNT_SCANS"], "a", buffering=1)  # noqa: SIM115
-    _scan = staticpodd.engine.scan.ScanVerbs.scan
+    _scan = staticpodd.engine.scan.Scanner.scan
 
     @functools.wraps(_scan)
     def _counted_scan(self: Any, *args: Any, **kwargs: Any) -> Any:
         _scans.write(f"scan {time.time():.6f}\n")
         return _scan(self, *args, **kwargs)
 
-    staticpodd.engine.scan.ScanVerbs.scan = _counted_scan  # type: ignore[method-assign]
+    staticpodd.engine.scan.Scanner.scan = _counted_scan  # type: ignore[method-assign]
 
 from staticpodd.daemon import main  # noqa: E402
 
@@ -76,7 +76,7 @@ if os.environ.get("STATICPODD_COUNT_ORDER"):  # each restore and each memory tri
     for _mod in (staticpodd.daemon.loop, staticpodd.daemon.lifecycle):  # the name each module calls
         if hasattr(_mod, "release_memory"):
             _mod.release_memory = _noting("trim", _mod.release_memory)  # type: ignore[attr-defined]
-    _swap = staticpodd.engine.swap.SwapVerbs
+    _swap = staticpodd.engine.swap.Swapper
     _swap.restore_last_good = _noting("restore", _swap.restore_last_good)  # type: ignore[method-assign]
 
     # modules imported between a writer's close being looked at and the restore's rename

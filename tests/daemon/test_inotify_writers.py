@@ -6,9 +6,9 @@ scan (:func:`staticpodd.watch.open_writers`) finds no writer; inotify (:class:`O
 not yet closed) must. Real parts only: real inotify through watchdog on tmp_path, real child
 processes writing, the real staticpodd subprocess started under ``setpriv`` with the unit's
 bounding set (CAP_CHOWN CAP_FOWNER CAP_DAC_READ_SEARCH), real SQLite and journald. Only systemd's
-supervision is stood in for (the test owns NOTIFY_SOCKET). The stall bound is checked on
-``Daemon._hold_reason`` with a stand-in object holding just the attributes it reads (waiting the
-real 60 s is not a unit test).
+supervision is stood in for (the test owns NOTIFY_SOCKET). The stall bound is checked on the
+daemon's :class:`~staticpodd.daemon.writers.WriterHolds` over a stand-in layout (waiting the real
+60 s is not a unit test).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from daemon_harness import REPO, Daemon, head_digest, journal, make_root, sha, slow_writer, wait_journal, wait_until
 
-from staticpodd.daemon import Daemon as StaticpodDaemon
+from staticpodd.daemon.writers import WriterHolds
 from staticpodd.watch import WRITE_STALL, Hint, Hints, OpenWrites, Watcher
 
 MANIFESTS = "etc/kubernetes/manifests"
@@ -136,17 +136,13 @@ def test_a_writer_silent_for_write_stall_seconds_no_longer_holds_the_restore(tmp
     st = path.stat()
     logged: list[tuple[Any, str, dict[str, Any]]] = []
     hints = Hints(debounce=0)
-    me: Any = SimpleNamespace(
-        layout=SimpleNamespace(manifest_dir=tmp_path),
-        _scan_stats={path.name: (st.st_size, st.st_mtime_ns, st.st_ino)},
-        hints=hints,
-        _stalled=set(),
-        _note_proc_denied=lambda denied: None,
-        log=lambda event, message, **fields: logged.append((event, message, fields)),
-    )
+    holds = WriterHolds(layout=lambda: SimpleNamespace(manifest_dir=tmp_path), hints=lambda: hints,  # type: ignore[arg-type,return-value]
+                        log=lambda event, message, **fields: logged.append((event, message, fields)))
+    holds.scan_stats = {path.name: (st.st_size, st.st_mtime_ns, st.st_ino)}
+    holds.note_proc_denied = lambda denied: None  # type: ignore[method-assign]
 
     def hold() -> Any:
-        return StaticpodDaemon._hold_reason(me, path.name, "restore")
+        return holds.hold_reason(path.name, "restore")
 
     try:
         assert hold() is None
@@ -181,13 +177,13 @@ def test_a_writer_silent_for_write_stall_seconds_no_longer_holds_the_restore(tmp
         try:
             os.utime(path, (time.time() - WRITE_STALL - 5,) * 2)
             st = path.stat()
-            me._scan_stats = {path.name: (st.st_size, st.st_mtime_ns, st.st_ino)}
-            me._stalled = set()
+            holds.scan_stats = {path.name: (st.st_size, st.st_mtime_ns, st.st_ino)}
+            holds.stalled = set()
             assert hold() is None
             assert f"pid {child.pid} (" in logged[-1][1] and logged[-1][2]["held_by_pid"] == str(child.pid)
             os.utime(path)
             st = path.stat()
-            me._scan_stats = {path.name: (st.st_size, st.st_mtime_ns, st.st_ino)}
+            holds.scan_stats = {path.name: (st.st_size, st.st_mtime_ns, st.st_ino)}
             why, writers = hold()
             assert why == "writer" and [w.pid for w in writers] == [child.pid]
         finally:
