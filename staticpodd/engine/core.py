@@ -37,6 +37,10 @@ class EngineCore:
     ``config_loader`` loads it lazily instead (fast verbs never pay for it).
     """
 
+    #: ``live file name -> (stat signature, digest)`` of the files this lock hold's scan read or
+    #: found unchanged; dropped when the lock is released (:mod:`staticpodd.engine.known`).
+    _held_digests: dict[str, tuple[str, str]] | None = None
+
     def __init__(
         self,
         layout: Layout,
@@ -131,6 +135,8 @@ class EngineCore:
             yield
         finally:
             self._lock.release()
+            if not self._lock.held:
+                self._held_digests = None  # what this hold's scan read: see engine/known.py
 
     def check_manifest_dir(self) -> None:
         """Raise FsError unless the manifest directory exists and is a directory (a typo in

@@ -22,6 +22,7 @@ from ..store import digest_of
 from ..termsafe import printable_name
 from .core import EngineCore
 from .fsfacts import _sig_text, _stat_sig
+from .known import known_digest, note_not_named, surely_not_named
 from .model import _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -262,13 +263,24 @@ class GateCore(EngineCore):
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
                         out.append(shown)
                     continue
+                digest = known_digest(self, shown, sig) if tracked and have_store else None
+                if digest is not None:  # bytes known by digest: what is cached of them may do
+                    known = self.store.identity(digest)
+                    if known is not None:
+                        if known == ident:
+                            out.append(shown)
+                        continue
+                    if surely_not_named(self, digest, ident[1]):
+                        continue  # a big file already found not to name it: not even read
                 data = self._live_bytes(path, tracked)
                 if data is None:
                     continue
                 if len(data) > _DECODE_FOR_IDENTITY and not may_name(data, ident[1]):
                     # surely another pod's (or none): a big file is not decoded (seconds and
                     # hundreds of MB for 10 MiB); a small one is, so its identity is cached by
-                    # digest and later verbs need not read it at all
+                    # digest and later verbs need not read it at all. The answer is cached by
+                    # digest: the next verb asking about this pod does not read the big file.
+                    note_not_named(self, data, ident[1])
                     continue
                 if self.pod_identity(data) == ident:
                     out.append(shown)

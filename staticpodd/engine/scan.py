@@ -22,6 +22,7 @@ from ..store import Observed, digest_of
 from ..termsafe import printable_name
 from .fsfacts import _RACY_NS, _sig_text, _stat_sig, refused_link, wanted_all
 from .gate import GateCore
+from .known import remember_read
 from .model import EXTERNAL, Change, _mode_dict, _q
 
 
@@ -84,6 +85,7 @@ class ScanVerbs(GateCore):
         adopting = not observed and not store.components()
         changes: list[Change] = []
         actual: dict[str, fsops.FileState | None] = {}
+        read_digests: dict[str, tuple[str, str]] = {}  # key -> (stat signature before the read, digest)
         # stat by plain string paths: a Path object per file costs more than the stat itself
         base = {"live": os.path.join(self.layout.manifest_dir, ""), "parked": os.path.join(self.layout.parked_dir, "")}
         for key, (loc, fn) in sorted(keys.items(), key=lambda kv: (kv[1][1], kv[1][0])):
@@ -91,6 +93,8 @@ class ScanVerbs(GateCore):
                 continue
             sig = _stat_sig(base[loc] + fn) if key in observed else None  # taken before any read
             if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
+                if loc == "live":  # the checks across files need not read it either
+                    remember_read(self, fn, sigs[key], observed[key].digest)
                 continue  # same stat as when its bytes were last read and recorded: unchanged
             if self._too_large(key, loc, fn, observed, changes):
                 continue
@@ -104,8 +108,10 @@ class ScanVerbs(GateCore):
             if loc == "live" and st_read is not None and self._link_not_recorded(fn, st_read):
                 del actual[key]
                 continue
-            if sig is not None and st_read is not None and time.time_ns() - sig[-1] > _RACY_NS:
-                read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
+            if sig is not None and st_read is not None:
+                read_digests[key] = (_sig_text(sig), digest_of(st_read.data))  # one hash of each file read
+                if time.time_ns() - sig[-1] > _RACY_NS:
+                    read_sigs.append((read_digests[key][0], key, read_digests[key][1]))
         for key, st in actual.items():
             loc, fn = keys[key]
             obs = observed.get(key)
@@ -114,7 +120,10 @@ class ScanVerbs(GateCore):
             other_loc = "parked" if loc == "live" else "live"
             other_key = f"{other_loc}/{fn}"
             if st is not None:
-                digest = digest_of(st.data)
+                sig_digest = read_digests.get(key)
+                digest = sig_digest[1] if sig_digest is not None else digest_of(st.data)
+                if loc == "live" and sig_digest is not None:
+                    remember_read(self, fn, *sig_digest)
                 if obs is not None and obs.digest == digest:
                     if (obs.mode, obs.uid, obs.gid) != (st.mode, st.uid, st.gid):
                         store.record_event(
