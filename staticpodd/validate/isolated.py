@@ -1,0 +1,128 @@
+"""Judging a big file in a short-lived child process, so a long-lived process keeps no peak.
+
+Decoding and validating a file near the kubelet's 10 MiB limit builds some 40 times its size in
+Python objects (a 9.5 MB pod: about 400 MB for 4 s). Python frees them, but its allocator and
+glibc's rarely give all of that back, and the daemon lives for months: one edit of such a file
+left it at hundreds of MB. With :func:`enable` (the daemon calls it at start), a file over
+:data:`ISOLATE_OVER` bytes is judged by ``python -m staticpodd.validate.isolated`` instead: the
+child decodes and validates it, sends back only what the caller keeps (the findings, and the
+:class:`~staticpodd.validate.podfacts.PodFacts` the checks across files need), and exits, taking
+its heap with it. The verdict is the one the same code gives in-process (the child runs it);
+when the child cannot give one (it was killed, e.g. out of memory), the file is judged
+in-process, as without isolation: a verdict is never guessed.
+
+The last few results are kept in memory by (digest, path, options): the daemon's drift scan
+(:meth:`staticpodd.engine.gate.GateCore._verdict`) and its directory findings
+(:func:`staticpodd.validate.directory.check_directory`) judge one edit once between them.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+
+TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from staticpodd.validate.context import Options
+    from staticpodd.validate.findings import Finding
+    from staticpodd.validate.podfacts import PodFacts
+
+    Judged = tuple[list[Finding], tuple[Finding, ...], PodFacts | None]
+
+#: Files larger than this are judged in a child once :func:`enable` was called: staticpodd's
+#: default ``max_manifest_bytes`` (1 MiB). A control-plane manifest is a few KB, so normal
+#: passes never start a process; a file this big costs the child some 40 times its size.
+ISOLATE_OVER = 1 << 20
+
+#: How many results are kept (each is a few findings and facts, not the document).
+KEEP = 4
+
+_enabled = False
+_kept: dict[tuple[str, str, Any], Judged] = {}
+
+
+def enable(on: bool = True) -> None:
+    """Judge files over :data:`ISOLATE_OVER` bytes in a child process from now on (the daemon)."""
+    global _enabled
+    _enabled = on
+    _kept.clear()
+
+
+def applies(data: bytes) -> bool:
+    """Whether ``data`` is judged in a child (isolation enabled, and ``data`` is big enough)."""
+    return _enabled and len(data) > ISOLATE_OVER
+
+
+def judge(data: bytes, display: str, options: Options) -> Judged:
+    """``(findings, own, facts)`` of the live file ``display`` holding ``data``: what
+    :func:`staticpodd.validate.validate_bytes` finds, and what
+    :func:`staticpodd.validate.directory._judge_file` makes of it (its own findings with
+    ``stray``; its pod's facts, None when it defines no pod). Judged in a child process; in
+    this one when the child fails (never raises for bad input)."""
+    import hashlib
+
+    key = (hashlib.sha256(data).hexdigest(), display, options)
+    found = _kept.get(key)
+    if found is not None:
+        return found
+    found = _in_child(data, display, options)
+    if found is None:
+        found = judge_here(data, display, options)
+    while len(_kept) >= KEEP:
+        del _kept[next(iter(_kept))]
+    _kept[key] = found
+    return found
+
+
+def judge_here(data: bytes, display: str, options: Options) -> Judged:
+    """What :func:`judge` returns, computed in this process (the child's work)."""
+    from staticpodd.validate import _validate
+    from staticpodd.validate.directory import _judge_file
+
+    seen: list[Finding] = []
+
+    def validate(data: bytes, display: str, options: Options) -> tuple[Any, dict, list[Finding]]:
+        doc, positions, findings = _validate(data, display, options)
+        seen[:] = findings
+        return doc, positions, findings
+
+    own, facts = _judge_file(os.path.basename(display), display, data, options, validate)
+    return list(seen), own, facts
+
+
+def _in_child(data: bytes, display: str, options: Options) -> Judged | None:
+    """:func:`judge_here` in ``python -m staticpodd.validate.isolated``, over pipes (nothing on
+    disk another user could touch); None when the child did not answer."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        done = subprocess.run([sys.executable, "-m", "staticpodd.validate.isolated"],
+                              input=pickle.dumps((data, display, options), protocol=pickle.HIGHEST_PROTOCOL),
+                              capture_output=True, env=env, timeout=600, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        found = pickle.loads(done.stdout)  # our own child's answer, over a pipe only it holds
+    except Exception:  # a truncated answer: judged here instead
+        return None
+    return found if isinstance(found, tuple) and len(found) == 3 else None
+
+
+def main() -> int:
+    """The child: read ``(data, display, options)`` (pickled) on stdin, write :func:`judge_here`'s
+    result (pickled) on stdout."""
+    data, display, options = pickle.loads(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(pickle.dumps(judge_here(data, display, options), protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
