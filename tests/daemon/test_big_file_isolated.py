@@ -64,3 +64,58 @@ def test_an_edit_of_a_big_pod_is_judged_outside_the_daemon(tmp_path, run_daemon)
     # the verdict is the validator's: over staticpodd's 1 MiB limit, and the kubelet would run it
     assert found[0]["code"] == "invalid-live", found
     assert "over staticpodd's limit" in found[0]["message"] and "still runs it" in found[0]["message"], found
+
+
+@pytest.fixture
+def decoded_sizes(monkeypatch):
+    """The size of every input this process decodes."""
+    import staticpodd.decoding
+    import staticpodd.manifest
+    import staticpodd.validate
+
+    sizes: list[int] = []
+    real = staticpodd.decoding.decode
+
+    def counting(data, *a, **kw):
+        sizes.append(len(data))
+        return real(data, *a, **kw)
+
+    for module in (staticpodd.decoding, staticpodd.manifest, staticpodd.validate):
+        monkeypatch.setattr(module, "decode", counting)
+    return sizes
+
+
+def _doctor(root: Path) -> str:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from staticpodd import cli
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        cli.main(["doctor", "--root", str(root)])
+    return out.getvalue()
+
+
+def test_doctor_takes_the_findings_the_daemon_kept_for_the_directory_as_it_is(tmp_path, run_daemon,
+                                                                               decoded_sizes) -> None:
+    from staticpodd.validate import Options, validate_directory
+
+    root = make_root(tmp_path)
+    mdir = root / "etc/kubernetes/manifests"
+    big = mdir / "big.yaml"
+    big.write_bytes(big_pod(1_500_000))
+    os.chmod(big, 0o600)
+    d = run_daemon(root)
+    d.wait_ready(60)
+    wait_until(lambda: _problems(d), 60, 0.2, what="the daemon's finding on big.yaml")
+    d.stop()
+    report = _doctor(root)
+    assert not [s for s in decoded_sizes if s >= 1_500_000], decoded_sizes  # not decoded again
+    judged = validate_directory(mdir, Options())
+    assert judged and all(f.format() in report for f in judged), report
+    # the directory moved since (a chmod): the kept findings are not its findings any more
+    os.chmod(big, 0o644)
+    report = _doctor(root)
+    assert [s for s in decoded_sizes if s >= 1_500_000], decoded_sizes
+    assert "loose-permissions" in report and "big.yaml" in report
