@@ -15,6 +15,7 @@ kube-scheduler, each process's CPU time and peak RSS (GNU time), in three phases
 Then starts the real daemon on each root, waits for its first heartbeat; on the big root appends
 a comment to big.yaml (an edit), waits until the edit is recorded and the daemon is idle, and
 prints its VmRSS and VmHWM (peak). Target: both <= 2x the daemon's on the root without big.yaml.
+Last, ``doctor`` on each root after the daemon's pass. Target: ratios <= 1.5.
 
 Usage: .venv/bin/python tests/bench/bench_big_neighbour.py [--size 9500000] [--runs 5]
 Exit status 0 when every target is met, 1 otherwise.
@@ -70,13 +71,18 @@ def env() -> dict[str, str]:
     return e
 
 
-def timed(*args: str) -> tuple[float, float]:
+def timed_any(*args: str) -> tuple[float, float]:
+    """:func:`timed` for a verb whose exit status tells what it found (doctor: 1 = problems)."""
+    return timed(*args, ok=(0, 1))
+
+
+def timed(*args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
     """(CPU seconds, peak RSS MB) of one staticpodctl process, as GNU time measures it (a small
     parent: a child forked from this process would count this process's pages in its peak). CPU
     time (user + system), not wall time: the ratios must not follow the load of a shared machine."""
     p = subprocess.run(["/usr/bin/time", "-f", "BENCH %U %S %M", sys.executable, "-m", "staticpodd.cli", *args],
                        env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
+    if p.returncode not in ok:
         raise SystemExit(f"staticpodctl {' '.join(args)} failed: {p.stderr}")
     user, system, peak = p.stderr.strip().splitlines()[-1].split()[1:]
     return float(user) + float(system), int(peak) / 1024
@@ -179,6 +185,13 @@ def main() -> int:
               f"RSS {r_big:6.1f} MB (peak {hwm_big:6.1f} MB); ratios {r_big / r_plain:4.2f} RSS, "
               f"{hwm_big / hwm_plain:4.2f} peak (target: both <= 2)")
         if r_big > 2 * r_plain or hwm_big > 2 * hwm_plain:
+            ok = False
+        # doctor after the daemon's pass: the daemon's kept directory findings, not a new decode
+        dp, mp = timed_any("doctor", "--root", str(plain))
+        db, mb = timed_any("doctor", "--root", str(big))
+        print(f"doctor after the daemon's pass: without {dp:5.2f} s CPU {mp:5.1f} MB   with {db:5.2f} s CPU "
+              f"{mb:5.1f} MB   ratio {db / max(dp, 0.01):4.2f} time, {mb / mp:4.2f} RSS (target: both <= 1.5)")
+        if db / max(dp, 0.01) > 1.5 or mb / mp > 1.5:
             ok = False
     print("targets met" if ok else "targets NOT met")
     return 0 if ok else 1
