@@ -4,7 +4,7 @@ Decoding and validating a file near the kubelet's 10 MiB limit builds some 40 ti
 Python objects (a 9.5 MB pod: about 400 MB for 4 s). Python frees them, but its allocator and
 glibc's rarely give all of that back, and the daemon lives for months: one edit of such a file
 left it at hundreds of MB. With :func:`enable` (the daemon calls it at start), a file over
-:data:`ISOLATE_OVER` bytes is judged by ``python -m staticpodd.validate.isolated`` instead: the
+:data:`ISOLATE_OVER` bytes is judged by a child process (``python -I``, this module) instead: the
 child decodes and validates it, sends back only what the caller keeps (the findings, and the
 :class:`~staticpodd.validate.podfacts.PodFacts` the checks across files need), and exits, taking
 its heap with it. The verdict is the one the same code gives in-process (the child runs it);
@@ -94,16 +94,25 @@ def judge_here(data: bytes, display: str, options: Options) -> Judged:
     return list(seen), own, facts
 
 
+#: The child's program: ``python -I`` (no PYTHONPATH, no current directory on the path: nothing
+#: another user put there is imported), the directory this package was loaded from added last.
+_CHILD = ("import sys; sys.path.append(sys.argv[1]); "
+          "from staticpodd.validate.isolated import main; sys.exit(main(sys.argv[1]))")
+
+
+def _package_root() -> str:
+    """The directory holding the ``staticpodd`` package this module was loaded from."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _in_child(data: bytes, display: str, options: Options) -> Judged | None:
-    """:func:`judge_here` in ``python -m staticpodd.validate.isolated``, over pipes (nothing on
-    disk another user could touch); None when the child did not answer."""
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    """:func:`judge_here` in a child process, over pipes (nothing on disk another user could
+    touch); None when the child did not answer, or did not run this very code (another
+    ``staticpodd`` first on its path: it says so and exits 3)."""
     try:
-        done = subprocess.run([sys.executable, "-m", "staticpodd.validate.isolated"],
+        done = subprocess.run([sys.executable, "-I", "-c", _CHILD, _package_root()],
                               input=pickle.dumps((data, display, options), protocol=pickle.HIGHEST_PROTOCOL),
-                              capture_output=True, env=env, timeout=600, check=False)
+                              capture_output=True, timeout=600, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -115,14 +124,13 @@ def _in_child(data: bytes, display: str, options: Options) -> Judged | None:
     return found if isinstance(found, tuple) and len(found) == 3 else None
 
 
-def main() -> int:
+def main(root: str) -> int:
     """The child: read ``(data, display, options)`` (pickled) on stdin, write :func:`judge_here`'s
-    result (pickled) on stdout."""
+    result (pickled) on stdout. Exit 3, answering nothing, when this module is not the one under
+    ``root`` (the parent's): a verdict comes from the parent's own code or from none."""
+    if _package_root() != root:
+        return 3
     data, display, options = pickle.loads(sys.stdin.buffer.read())
     sys.stdout.buffer.write(pickle.dumps(judge_here(data, display, options), protocol=pickle.HIGHEST_PROTOCOL))
     sys.stdout.buffer.flush()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -79,3 +79,9 @@ def test_a_child_that_fails_leaves_the_verdict_to_this_process(children, monkeyp
     isolated.enable(False)
     assert found == validate_bytes(data, "/m/big.yaml")
     assert any(f.severity == "error" for f in found)
+
+
+def test_a_child_running_other_code_than_ours_answers_nothing(tmp_path):
+    # `python -I` with our package directory last on its path: a staticpodd found before it (a
+    # different install) would judge by other rules, so it exits 3 and this process judges
+    assert isolated.main(str(tmp_path)) == 3
