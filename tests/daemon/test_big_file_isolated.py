@@ -99,6 +99,7 @@ def _doctor(root: Path) -> str:
 
 def test_doctor_takes_the_findings_the_daemon_kept_for_the_directory_as_it_is(tmp_path, run_daemon,
                                                                                decoded_sizes) -> None:
+    from staticpodd.layout import Layout
     from staticpodd.validate import Options, validate_directory
 
     root = make_root(tmp_path)
@@ -114,6 +115,16 @@ def test_doctor_takes_the_findings_the_daemon_kept_for_the_directory_as_it_is(tm
     assert not [s for s in decoded_sizes if s >= 1_500_000], decoded_sizes  # not decoded again
     judged = validate_directory(mdir, Options())
     assert judged and all(f.format() in report for f in judged), report
+    # a version store another user could have written: what it keeps is not taken
+    db = Layout.build(root).db_path
+    mode = db.stat().st_mode
+    os.chmod(db, 0o666)
+    report = _doctor(root)
+    assert [s for s in decoded_sizes if s >= 1_500_000], decoded_sizes
+    assert "untrusted-path" in report, report
+    os.chmod(db, mode)
+    decoded_sizes.clear()
+    assert _doctor(root) and not [s for s in decoded_sizes if s >= 1_500_000], decoded_sizes
     # the directory moved since (a chmod): the kept findings are not its findings any more
     os.chmod(big, 0o644)
     report = _doctor(root)
