@@ -160,7 +160,10 @@ def validate_bytes(data: bytes, path: str, options: Options | None = None) -> li
     from staticpodd.validate import isolated
 
     if isolated.applies(data):
-        return isolated.judge(data, path, options or _DEFAULT_OPTIONS)[0]
+        from staticpodd.validate.directory import judge_all
+
+        return isolated.judge(data, path, options or _DEFAULT_OPTIONS,
+                              lambda d, p, o: judge_all(d, p, o, _validate))[0]
     return _validate(data, path, options or _DEFAULT_OPTIONS)[2]
 
 

@@ -19,13 +19,10 @@ The last few results are kept in memory by (digest, path, options): the daemon's
 from __future__ import annotations
 
 import os
-import pickle
-import subprocess
-import sys
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
 
     from staticpodd.validate.context import Options
     from staticpodd.validate.findings import Finding
@@ -42,7 +39,7 @@ ISOLATE_OVER = 1 << 20
 KEEP = 4
 
 _enabled = False
-_kept: dict[tuple[str, str, Any], Judged] = {}
+_kept: dict[tuple[str, str, Options], Judged] = {}
 
 
 def enable(on: bool = True) -> None:
@@ -57,12 +54,14 @@ def applies(data: bytes) -> bool:
     return _enabled and len(data) > ISOLATE_OVER
 
 
-def judge(data: bytes, display: str, options: Options) -> Judged:
+def judge(data: bytes, display: str, options: Options, here: Callable[[bytes, str, Options], Judged]) -> Judged:
     """``(findings, own, facts)`` of the live file ``display`` holding ``data``: what
     :func:`staticpodd.validate.validate_bytes` finds, and what
     :func:`staticpodd.validate.directory._judge_file` makes of it (its own findings with
-    ``stray``; its pod's facts, None when it defines no pod). Judged in a child process; in
-    this one when the child fails (never raises for bad input)."""
+    ``stray``; its pod's facts, None when it defines no pod), as
+    :func:`staticpodd.validate.directory.judge_all` gives them. Judged in a child process
+    (:mod:`staticpodd.validate.child`); by ``here`` (that function, in this process) when the
+    child fails. Never raises for bad input."""
     import hashlib
 
     key = (hashlib.sha256(data).hexdigest(), display, options)
@@ -71,46 +70,35 @@ def judge(data: bytes, display: str, options: Options) -> Judged:
         return found
     found = _in_child(data, display, options)
     if found is None:
-        found = judge_here(data, display, options)
+        found = here(data, display, options)
     while len(_kept) >= KEEP:
         del _kept[next(iter(_kept))]
     _kept[key] = found
     return found
 
 
-def judge_here(data: bytes, display: str, options: Options) -> Judged:
-    """What :func:`judge` returns, computed in this process (the child's work)."""
-    from staticpodd.validate import _validate
-    from staticpodd.validate.directory import _judge_file
-
-    seen: list[Finding] = []
-
-    def validate(data: bytes, display: str, options: Options) -> tuple[Any, dict, list[Finding]]:
-        doc, positions, findings = _validate(data, display, options)
-        seen[:] = findings
-        return doc, positions, findings
-
-    own, facts = _judge_file(os.path.basename(display), display, data, options, validate)
-    return list(seen), own, facts
-
-
 #: The child's program: ``python -I`` (no PYTHONPATH, no current directory on the path: nothing
 #: another user put there is imported), the directory this package was loaded from added last.
 _CHILD = ("import sys; sys.path.append(sys.argv[1]); "
-          "from staticpodd.validate.isolated import main; sys.exit(main(sys.argv[1]))")
+          "from staticpodd.validate.child import main; sys.exit(main(sys.argv[1]))")
 
 
-def _package_root() -> str:
+def package_root() -> str:
     """The directory holding the ``staticpodd`` package this module was loaded from."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _in_child(data: bytes, display: str, options: Options) -> Judged | None:
-    """:func:`judge_here` in a child process, over pipes (nothing on disk another user could
+    """:func:`staticpodd.validate.directory.judge_all` in a child process
+    (:mod:`staticpodd.validate.child`), over pipes (nothing on disk another user could
     touch); None when the child did not answer, or did not run this very code (another
     ``staticpodd`` first on its path: it says so and exits 3)."""
+    import pickle
+    import subprocess
+    import sys
+
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _CHILD, _package_root()],
+        done = subprocess.run([sys.executable, "-I", "-c", _CHILD, package_root()],
                               input=pickle.dumps((data, display, options), protocol=pickle.HIGHEST_PROTOCOL),
                               capture_output=True, timeout=600, check=False)
     except (OSError, subprocess.SubprocessError):
@@ -122,15 +110,3 @@ def _in_child(data: bytes, display: str, options: Options) -> Judged | None:
     except Exception:  # a truncated answer: judged here instead
         return None
     return found if isinstance(found, tuple) and len(found) == 3 else None
-
-
-def main(root: str) -> int:
-    """The child: read ``(data, display, options)`` (pickled) on stdin, write :func:`judge_here`'s
-    result (pickled) on stdout. Exit 3, answering nothing, when this module is not the one under
-    ``root`` (the parent's): a verdict comes from the parent's own code or from none."""
-    if _package_root() != root:
-        return 3
-    data, display, options = pickle.loads(sys.stdin.buffer.read())
-    sys.stdout.buffer.write(pickle.dumps(judge_here(data, display, options), protocol=pickle.HIGHEST_PROTOCOL))
-    sys.stdout.buffer.flush()
-    return 0

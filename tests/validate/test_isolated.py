@@ -46,7 +46,9 @@ def test_a_big_file_gets_the_findings_it_gets_in_this_process(children, monkeypa
     def not_here(*a):
         raise AssertionError("judged in the daemon's process")
 
-    monkeypatch.setattr(isolated, "judge_here", not_here)  # the child has its own, untouched
+    import staticpodd.validate.directory
+
+    monkeypatch.setattr(staticpodd.validate.directory, "judge_all", not_here)  # the child has its own
     assert validate_bytes(data, "/m/big.yaml") == here
     assert any(f.severity == "error" for f in here)
     assert children == ["/m/big.yaml"]
@@ -73,7 +75,7 @@ def test_one_file_is_judged_once_for_the_scan_and_the_directory(children, tmp_pa
 
 def test_a_child_that_fails_leaves_the_verdict_to_this_process(children, monkeypatch):
     data = pod("big", 300, extra="    livenessProbe:\n      timeoutSeconds: -1\n")
-    monkeypatch.setattr(isolated.subprocess, "run",
+    monkeypatch.setattr(subprocess, "run",
                         lambda *a, **kw: subprocess.CompletedProcess(a, -9, b"", b"Killed"))
     found = validate_bytes(data, "/m/big.yaml")
     isolated.enable(False)
@@ -84,4 +86,6 @@ def test_a_child_that_fails_leaves_the_verdict_to_this_process(children, monkeyp
 def test_a_child_running_other_code_than_ours_answers_nothing(tmp_path):
     # `python -I` with our package directory last on its path: a staticpodd found before it (a
     # different install) would judge by other rules, so it exits 3 and this process judges
-    assert isolated.main(str(tmp_path)) == 3
+    from staticpodd.validate.child import main
+
+    assert main(str(tmp_path)) == 3
