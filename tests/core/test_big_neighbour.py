@@ -153,3 +153,17 @@ def test_what_one_lock_hold_read_is_forgotten_when_the_lock_is_released(kubeadm)
         assert eng._held_digests is None
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("spelled", [
+    b"name: !!binary a3ViZS1zY2hlZHVsZXI=",  # go-yaml v2 (the kubelet) base64-decodes it
+    b"name: !<tag:yaml.org,2002:binary> a3ViZS1zY2hlZHVsZXI=",
+], ids=["binary-tag", "verbatim-tag"])
+def test_a_name_the_kubelet_reads_through_a_yaml_tag_may_be_there(spelled):
+    # may_name and may_claim_host_ports say "surely not" from the bytes alone: a tag can spell a
+    # name or key without its literal bytes, so a file with one is decoded and judged
+    from staticpodd.validate.podfacts import may_claim_host_ports, may_name
+
+    data = b"apiVersion: v1\nkind: Pod\nmetadata:\n  " + spelled + b"\n"
+    assert may_name(data, "kube-scheduler")
+    assert may_claim_host_ports(b"spec:\n  !!binary aG9zdE5ldHdvcms=: true\n")
