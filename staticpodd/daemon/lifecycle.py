@@ -136,6 +136,11 @@ class Daemon(LoopMixin):
         self.config_loaded_at = time.time()
         self.hints = Hints(self.config.debounce)
         self._install_signals()
+        from ..validate import isolated
+
+        # a big file's decode is a peak of some 40 times its size: in a child that exits, not
+        # in the daemon's heap, which glibc rarely gives back (staticpodd/validate/isolated.py)
+        isolated.enable()
         try:
             self.engine = self._build_engine()
             self.publishing.configure(self.layout, self.config)

@@ -38,6 +38,10 @@ class EngineCore:
     ``config_loader`` loads it lazily instead (fast verbs never pay for it).
     """
 
+    #: ``live file name -> (stat signature, digest)`` of the files this lock hold's scan read or
+    #: found unchanged; dropped when the lock is released (:mod:`staticpodd.engine.known`).
+    _held_digests: dict[str, tuple[str, str]] | None = None
+
     def __init__(
         self,
         layout: Layout,
@@ -476,3 +480,5 @@ class Guard:
             yield
         finally:
             core.lock.release()
+            if not core.lock.held:
+                core._held_digests = None  # what this hold's scan read: see engine/known.py

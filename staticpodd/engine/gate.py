@@ -21,6 +21,7 @@ from ..layout import component_of
 from ..store import digest_of
 from ..termsafe import printable_name
 from .fsfacts import _sig_text, _stat_sig
+from .known import known_digest, note_not_named, surely_not_named
 from .model import _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -281,13 +282,24 @@ class Gatekeeper:
                     if (row[2], row[3]) == ident:  # (None, None), not a Pod, never is
                         out.append(shown)
                     continue
+                digest = known_digest(self.core, shown, sig) if tracked and have_store else None
+                if digest is not None:  # bytes known by digest: what is cached of them may do
+                    known = self.core.store.identity(digest)
+                    if known is not None:
+                        if known == ident:
+                            out.append(shown)
+                        continue
+                    if surely_not_named(self.core, digest, ident[1]):
+                        continue  # a big file already found not to name it: not even read
                 data = self.live_bytes(path, tracked)
                 if data is None:
                     continue
                 if len(data) > _DECODE_FOR_IDENTITY and not may_name(data, ident[1]):
                     # surely another pod's (or none): a big file is not decoded (seconds and
                     # hundreds of MB for 10 MiB); a small one is, so its identity is cached by
-                    # digest and later verbs need not read it at all
+                    # digest and later verbs need not read it at all. The answer is cached by
+                    # digest: the next verb asking about this pod does not read the big file.
+                    note_not_named(self.core, data, ident[1])
                     continue
                 if self.pod_identity(data) == ident:
                     out.append(shown)

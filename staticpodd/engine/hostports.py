@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from ..errors import Conflict
 from ..hostclaims import admission_clash, clashes_with
 from ..store import digest_of
+from .known import known_digest
 from .model import _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -121,8 +122,14 @@ class Ports:
         with batch:
             for shown, path, tracked, sig in self.gatekeeper.live_others(besides):
                 row = cached.get(shown) if tracked else None
-                if row is not None and row[-1] is not None and sig is not None and sig == row[0]:
-                    text = row[-1]
+                text = row[-1] if row is not None and sig is not None and sig == row[0] else None
+                if text is None and tracked and have_store:
+                    # not in the look's rows (e.g. written in the last two seconds, so no
+                    # signature is stored), but this hold's scan hashed it: its memo by digest
+                    digest = known_digest(self.core, shown, sig)
+                    found, value = self.core.store.fact(digest, ports_kind()) if digest else (False, None)
+                    text = json.dumps(value) if found else None
+                if text is not None:
                     if needles is not None and not any(n in text for n in needles):
                         continue
                     claims = _claims_from_json(json.loads(text))

@@ -21,6 +21,7 @@ from ..journal import INFO, WARNING, Event
 from ..store import Observed, digest_of
 from ..termsafe import printable_name
 from .fsfacts import _RACY_NS, _sig_text, _stat_sig, refused_link, wanted_all
+from .known import remember_read
 from .model import EXTERNAL, Change, _mode_dict, _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -98,6 +99,7 @@ class Scanner:
         adopting = not observed and not store.components()
         changes: list[Change] = []
         actual: dict[str, fsops.FileState | None] = {}
+        read_digests: dict[str, tuple[str, str]] = {}  # key -> (stat signature before the read, digest)
         # stat by plain string paths: a Path object per file costs more than the stat itself
         base = {"live": os.path.join(self.core.layout.manifest_dir, ""),
                 "parked": os.path.join(self.core.layout.parked_dir, "")}
@@ -106,6 +108,8 @@ class Scanner:
                 continue
             sig = _stat_sig(base[loc] + fn) if key in observed else None  # taken before any read
             if wanted is None and sig is not None and sigs.get(key) == _sig_text(sig):
+                if loc == "live":  # the checks across files need not read it either
+                    remember_read(self.core, fn, sigs[key], observed[key].digest)
                 continue  # same stat as when its bytes were last read and recorded: unchanged
             if self._too_large(key, loc, fn, observed, changes):
                 continue
@@ -119,13 +123,19 @@ class Scanner:
             if loc == "live" and st_read is not None and self._link_not_recorded(fn, st_read):
                 del actual[key]
                 continue
-            if sig is not None and st_read is not None and time.time_ns() - sig[-1] > _RACY_NS:
-                read_sigs.append((_sig_text(sig), key, digest_of(st_read.data)))
+            if sig is not None and st_read is not None:
+                read_digests[key] = (_sig_text(sig), digest_of(st_read.data))  # one hash of each file read
+                if time.time_ns() - sig[-1] > _RACY_NS:
+                    read_sigs.append((read_digests[key][0], key, read_digests[key][1]))
         for key, st in actual.items():
             loc, fn = keys[key]
             if st is not None:
+                sig_digest = read_digests.get(key)
+                if loc == "live" and sig_digest is not None:
+                    remember_read(self.core, fn, *sig_digest)
                 found = self._record_present(key, loc, fn, st, observed, actual, adopting=adopting,
-                                             validate=validate, log=log)
+                                             validate=validate, log=log,
+                                             digest=sig_digest[1] if sig_digest is not None else None)
             else:
                 found = self._record_gone(key, loc, fn, observed, actual, log=log)
             if found is not None:
@@ -135,18 +145,19 @@ class Scanner:
 
     def _record_present(self, key: str, loc: str, fn: str, st: fsops.FileState, observed: dict[str, Observed],
                         actual: dict[str, fsops.FileState | None], *, adopting: bool, validate: bool,
-                        log: bool) -> Change | None:
+                        log: bool, digest: str | None = None) -> Change | None:
         """Record what a scan found at ``key`` (``loc``/``fn``: its bytes ``st``, read now) that
         differs from what was observed there: new bytes as a version by ``external`` (an event
         when they are the newest version already), a mode change as an event; a move between
         live and parked (``actual``: everything this scan read), a park broken or ended by hand.
-        Returns the change, None when nothing changed."""
+        ``digest``: of ``st.data`` when the scan hashed it already. Returns the change, None when
+        nothing changed."""
         store = self.core.store
         obs = observed.get(key)
         # a path seen before keeps the component it was recorded under (no store queries)
         comp = obs.component if obs is not None else self.core.component_for(fn)
         other_key = f"{'parked' if loc == 'live' else 'live'}/{fn}"
-        digest = digest_of(st.data)
+        digest = digest if digest is not None else digest_of(st.data)
         if obs is not None and obs.digest == digest:
             if (obs.mode, obs.uid, obs.gid) == (st.mode, st.uid, st.gid):
                 return None

@@ -142,7 +142,15 @@ def validate_bytes(data: bytes, path: str, options: Options | None = None) -> li
     Returns findings in layer order (reading, identity, schema, static-pod rules, likely
     mistakes, node fit). Never raises for bad input: unreadable input is a finding.
     Source: docs/kubelet-contract.md "How a file is decoded" and "What the kubelet refuses".
+    In the daemon a big file is judged in a child process (:mod:`staticpodd.validate.isolated`).
     """
+    from staticpodd.validate import isolated
+
+    if isolated.applies(data):
+        from staticpodd.validate.directory import judge_all
+
+        return isolated.judge(data, path, options or _DEFAULT_OPTIONS,
+                              lambda d, p, o: judge_all(d, p, o, _validate))[0]
     return _validate(data, path, options or _DEFAULT_OPTIONS)[2]
 
 

@@ -156,6 +156,23 @@ def _judge_file(name: str, display: str, data: bytes, options: Options, validate
     return tuple(own), facts
 
 
+def judge_all(data: bytes, display: str, options: Options, validate: ValidateFn
+              ) -> tuple[list[Finding], tuple[Finding, ...], PodFacts | None]:
+    """Everything the daemon keeps of one live file: ``(findings, own, facts)``, the findings
+    ``validate`` makes (:func:`staticpodd.validate.validate_bytes`'s) and what
+    :func:`_judge_file` makes of them (with ``stray``; the pod's facts). One decode for both:
+    what :mod:`staticpodd.validate.isolated` computes in a child process."""
+    seen: list[Finding] = []
+
+    def validating(data: bytes, display: str, options: Options) -> tuple[Any, dict, list[Finding]]:
+        doc, positions, findings = validate(data, display, options)
+        seen[:] = findings
+        return doc, positions, findings
+
+    own, facts = _judge_file(os.path.basename(display), display, data, options, validating)
+    return list(seen), own, facts
+
+
 def _too_large_finding(size: int, display: str, options: Options) -> Finding:
     """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.decoded.too_large`)."""
     from staticpodd.decoded import too_large
@@ -303,7 +320,13 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
         if kept is not None and kept[0] == digest:
             own, facts = kept[1], kept[2]
         else:
-            own, facts = _judge_file(name, display, data, options, validate)
+            from staticpodd.validate import isolated
+
+            if isolated.applies(data):  # the daemon: a big file is judged in a child process
+                own, facts = isolated.judge(data, display, options,
+                                            lambda d, p, o: judge_all(d, p, o, validate))[1:]
+            else:
+                own, facts = _judge_file(name, display, data, options, validate)
             if memo is not None:
                 memo.validated += 1
         if memo is not None:

@@ -108,13 +108,15 @@ def pod_key(doc: dict) -> tuple[str, str]:
 
 def _maybe_escaped(data: bytes) -> bool:
     """Whether a key or string in ``data`` may be spelled other than literally: a backslash (a
-    YAML double-quoted or JSON escape) or a NUL byte (UTF-16/32 text)."""
-    return b"\\" in data or b"\x00" in data
+    YAML double-quoted or JSON escape), a NUL byte (UTF-16/32 text) or a ``!`` (a YAML tag:
+    go-yaml v2, so the kubelet, base64-decodes a ``!!binary`` scalar, so ``name: !!binary
+    a3ViZS1zY2hlZHVsZXI=`` names kube-scheduler; ``%TAG`` can spell that tag otherwise)."""
+    return b"\\" in data or b"\x00" in data or b"!" in data
 
 
 def may_name(data: bytes, name: str) -> bool:
     """False only when ``data`` surely defines no pod named ``name``, found without decoding: the
-    name appears nowhere in the bytes and nothing in them is escaped or UTF-16/32 (every other
+    name appears nowhere in the bytes and nothing in them is escaped, tagged or UTF-16/32 (every other
     YAML or JSON spelling of a string holds it literally; folding would add a space, which no
     pod name has). One substring test, so an unrelated 10 MiB file is never decoded for it."""
     return _maybe_escaped(data) or name.encode("utf-8", "surrogateescape") in data
@@ -122,7 +124,7 @@ def may_name(data: bytes, name: str) -> bool:
 
 def may_claim_host_ports(data: bytes) -> bool:
     """False only when ``data`` surely claims no host port (:func:`host_ports`), found without
-    decoding: neither ``hostPort`` nor ``hostNetwork`` appears, and nothing is escaped."""
+    decoding: neither ``hostPort`` nor ``hostNetwork`` appears, and nothing is escaped or tagged."""
     return _maybe_escaped(data) or b"hostPort" in data or b"hostNetwork" in data
 
 
