@@ -144,12 +144,12 @@ def test_what_one_lock_hold_read_is_forgotten_when_the_lock_is_released(kubeadm)
     try:
         with eng.locked():
             eng.scan(log=False)
-            assert eng._held_digests and "big.yaml" in eng._held_digests
+            assert eng.core._held_digests and "big.yaml" in eng.core._held_digests
             # a write after the scan changes the stat: the scan's digest is not used for it
             kubeadm.write("big.yaml", big_pod(300_000, name="kube-scheduler"))
             assert eng.files_defining(("kube-system", "kube-scheduler"), besides="kube-scheduler.yaml") == [
                 "big.yaml"]
-        assert eng._held_digests is None
+        assert eng.core._held_digests is None
     finally:
         eng.close()
 
