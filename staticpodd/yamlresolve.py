@@ -131,8 +131,10 @@ def _go_parse_int(plain: str) -> int | None:
 
 def _explicit(tag: str, value: str, node: Any) -> Any:
     """A scalar with an explicit tag, as go-yaml v2 resolves it."""
+    if tag == _BINARY:
+        return _binary(value, node)
     if tag not in _RESOLVABLE:
-        return value  # unknown/custom tags and !!binary: kept as the string
+        return value  # unknown/custom tags: kept as the string
     if tag == _STR or tag == _TIMESTAMP:
         return value
     rtag, out = resolve_plain(value)
@@ -145,6 +147,22 @@ def _explicit(tag: str, value: str, node: Any) -> Any:
             node,
         )
     return out
+
+
+def _binary(value: str, node: Any) -> str:
+    """A ``!!binary`` scalar as go-yaml v2 gives it to sigs.k8s.io/yaml (decode.go ``scalar``):
+    the base64 decoded by Go's ``base64.StdEncoding`` (``\r`` and ``\n`` skipped, padding
+    required, any other byte refused: "!!binary value contains invalid base64 data"), as a string;
+    bytes that are not UTF-8 become U+FFFD, as Go's JSON encoder writes them. Raises DecodeProblem."""
+    import base64
+    import binascii
+
+    text = value.replace("\r", "").replace("\n", "")
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, binascii.Error):
+        raise _problem("yaml-syntax", "!!binary value contains invalid base64 data", node) from None
+    return raw.decode("utf-8", errors="replace")
 
 
 def _problem(code: str, message: str, node: Any, hint: str | None = None, field: str | None = None) -> DecodeProblem:
