@@ -401,6 +401,15 @@ class Lab:
     def relist_seconds(self) -> float:
         return parse_seconds(self.file_check_frequency)
 
+    @property
+    def kubelet_minor(self) -> str:
+        """The lab kubelet's minor, ``"1.NN"`` (from ``kubelet --version``: "Kubernetes v1.35.4"):
+        what ``staticpodctl validate --kubernetes-version`` must judge against to speak for it."""
+        out = subprocess.run([str(self.bin / "kubelet"), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout.split()[-1]
+        major, minor = out.removeprefix("v").split(".")[:2]
+        return f"{major}.{minor}"
+
     def pod_name(self, base: str) -> str:
         """``<metadata.name>-<node name>``."""
         return f"{base}-{self.node_name}"
