@@ -49,8 +49,16 @@ TIER_OF_FILE = {
 TESTS = Path(__file__).resolve().parent
 
 
+#: STATICPODD_TESTS_TIERS="e2e ...": keep only the tests of these tiers (the test command's second
+#: run of the real-kubelet tier, on another kubelet minor and runtime, selects it this way so that
+#: it composes with the caller's own -k/-m and paths); unset: every tier.
+ONLY_TIERS = set(os.environ.get("STATICPODD_TESTS_TIERS", "").split())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its tier, from its path (TIER_OF_FILE, else TIER_OF_DIR)."""
+    """Mark every test with its tier, from its path (TIER_OF_FILE, else TIER_OF_DIR); with
+    STATICPODD_TESTS_TIERS, deselect the tests of every other tier."""
+    deselected: list[pytest.Item] = []
     for item in items:
         try:
             rel = item.path.resolve().relative_to(TESTS)
@@ -60,6 +68,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is None:  # a new test directory: say which tier it is (CONTRIBUTING.md)
             raise pytest.UsageError(f"{rel}: tests/{rel.parts[0]} has no tier in tests/conftest.py TIER_OF_DIR")
         item.add_marker(getattr(pytest.mark, tier))
+        if ONLY_TIERS and tier not in ONLY_TIERS:
+            deselected.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        dropped = set(deselected)
+        items[:] = [i for i in items if i not in dropped]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -41,7 +41,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -57,20 +56,23 @@ E2E = REPO / "tests" / "e2e"
 if str(E2E) not in sys.path:
     sys.path.insert(0, str(E2E))
 
-from kubelet_lab import (  # noqa: E402
-    CACHE,
-    KUBELET_SYSCTLS,
-    OVERLAY_DIRS,
+from kubelet_lab import CACHE, _build_pause, _digest, _docker_archive  # noqa: E402
+from lab_host import (  # noqa: E402
     LabError,
     _alive,
-    _build_pause,
-    _cgroup_pids,
-    _digest,
-    _docker_archive,
-    _hierarchies,
     _need,
     _stop_pid,
-    _v1_controllers,
+    bind_sysctls,
+    cgroup_dirs,
+    hold,
+    import_images,
+    make_cgroup_root,
+    mount_overlays,
+    remove_cgroups,
+    remove_work,
+    start_containerd,
+    wait_for_socket,
+    write_sysctl_files,
 )
 
 KUBE_VERSION = os.environ.get("STATICPODD_CP_KUBE_VERSION", "v1.37.2")
@@ -451,14 +453,8 @@ def up(work: Path | str | None = None, *, timeout: float = 480,
     stand_in = work / "path" / "systemctl"
     stand_in.write_text(SYSTEMCTL.replace("__WORK__", str(work)).replace("__BINS__", str(bins)))
     stand_in.chmod(0o755)
-    for key, value in KUBELET_SYSCTLS.items():
-        (work / "sysctl" / key.replace("/", ".")).write_text(value + "\n")
-    for ctrl in _v1_controllers():  # cgroupRoot must exist in every controller before the kubelet starts
-        d = ctrl / cp.cgroup_root.lstrip("/")
-        d.mkdir(exist_ok=True)
-        for f in ("cpuset.cpus", "cpuset.mems"):
-            if (ctrl / f).exists() and (d / f).exists() and not (d / f).read_text().strip():
-                (d / f).write_text((ctrl / f).read_text())
+    write_sysctl_files(work)
+    make_cgroup_root(cp.cgroup_root)  # before the kubelet starts
     cp.save()
     LAST.write_text(str(work) + "\n")
     log = (work / "holder.log").open("ab")
@@ -538,12 +534,9 @@ def _inner(work: Path, images: list[str]) -> int:
         if err:
             return fail(err)
     Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")  # this namespace's own
-    for key in KUBELET_SYSCTLS:
-        target = Path("/proc/sys") / key
-        if target.exists():
-            err = sh("mount", "--bind", str(work / "sysctl" / key.replace("/", ".")), str(target))
-            if err:
-                return fail(err)
+    err = bind_sysctls(work)
+    if err:
+        return fail(err)
     # /run: a tmpfs of the node's own, with the host's journald sockets bound back in
     journal = Path("/run/systemd/journal")
     if journal.is_dir():
@@ -558,16 +551,9 @@ def _inner(work: Path, images: list[str]) -> int:
         err = sh("mount", "--bind", str(work / "journal"), str(journal))
         if err:
             return fail(err)
-    for lower in OVERLAY_DIRS:
-        if not os.path.isdir(lower) or os.path.ismount(lower):
-            continue
-        top = work / "overlay" / lower.strip("/")
-        (top / "upper").mkdir(parents=True, exist_ok=True)
-        (top / "work").mkdir(parents=True, exist_ok=True)
-        err = sh("mount", "-t", "overlay", "overlay", "-o",
-                 f"lowerdir={lower},upperdir={top / 'upper'},workdir={top / 'work'}", lower)
-        if err:
-            return fail(err)
+    err = mount_overlays(work)
+    if err:
+        return fail(err)
     for name in ("kubelet", "containerd", "etcd"):
         Path(f"/var/lib/{name}").mkdir(parents=True, exist_ok=True)
         err = sh("mount", "--bind", str(work / "var-lib" / name), f"/var/lib/{name}")
@@ -576,38 +562,13 @@ def _inner(work: Path, images: list[str]) -> int:
     Path("/etc/cni/net.d").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(work / "10-staticpodd-cp.conflist", "/etc/cni/net.d/10-staticpodd-cp.conflist")
     Path("/run/containerd").mkdir(parents=True, exist_ok=True)
-    clog = (work / "containerd.log").open("ab")
-    cd = subprocess.Popen(["containerd", "--config", str(work / "containerd.toml")],
-                          stdout=clog, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    cd = start_containerd(work)
     (work / "containerd.pid").write_text(str(cd.pid))
-    end = time.monotonic() + 30
-    while not Path("/run/containerd/containerd.sock").exists():
-        if cd.poll() is not None or time.monotonic() > end:
-            return fail("containerd did not start; see containerd.log")
-        time.sleep(0.05)
-    for tarball in images:
-        err = sh("ctr", "-n", "k8s.io", "images", "import", tarball)
-        if err:
-            return fail(err)
+    err = wait_for_socket(cd, Path("/run/containerd/containerd.sock")) or import_images(images)
+    if err:
+        return fail(err)
     (work / "ready").touch()
-    stop = False
-
-    def on_term(*_: Any) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: the kubelet's zombies are ours
-    while not stop:
-        time.sleep(0.2)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-    return 0
+    return hold(subreaper=True)  # the kubelet's zombies are ours
 
 
 def _ns_pids(holder: int) -> list[int]:
@@ -623,35 +584,6 @@ def _ns_pids(holder: int) -> list[int]:
                 if os.readlink(p / "ns/net") == netns:
                     out.append(int(p.name))
     return out
-
-
-def cgroup_dirs(cgroup_root: str) -> list[Path]:
-    """The lab's cgroup directories in every hierarchy: each v1 controller and ``unified``."""
-    return [r / cgroup_root.lstrip("/") for r in _hierarchies()]
-
-
-def remove_cgroups(cgroup_root: str) -> list[str]:
-    """Remove the lab's cgroups, deepest first, in every hierarchy; returns what stayed."""
-    problems = []
-    for d in cgroup_dirs(cgroup_root):
-        if not d.exists():
-            continue
-        for pid in _cgroup_pids(d):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                sub.rmdir()
-        for _ in range(20):
-            try:
-                d.rmdir()
-                break
-            except OSError as exc:
-                err = exc
-                time.sleep(0.1)
-        else:
-            problems.append(f"cgroup {d}: {err}")
-    return problems
 
 
 def down(cp: ControlPlane, *, keep: bool = False) -> list[str]:
@@ -673,15 +605,7 @@ def down(cp: ControlPlane, *, keep: bool = False) -> list[str]:
         for pid in _ns_pids(cp.holder):
             _stop_pid(pid, 5)
         _stop_pid(cp.holder, 10)
-    problems = remove_cgroups(cp.cgroup_root)
-    if not keep:
-        if str(cp.work) in Path("/proc/self/mountinfo").read_text():
-            problems.append(f"mounts under {cp.work} are still visible on the host")
-        else:
-            shutil.rmtree(cp.work, ignore_errors=True)
-    if LAST.exists() and LAST.read_text().strip() == str(cp.work):
-        LAST.unlink()
-    return problems
+    return remove_cgroups(cp.cgroup_root, deadline=30, kill=True) + remove_work(cp.work, LAST, keep=keep)
 
 
 def leftovers(cp: ControlPlane) -> list[str]:

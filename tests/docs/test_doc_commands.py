@@ -28,71 +28,15 @@ import os
 import re
 import signal
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from doc_blocks import TIERS, Block, blocks_of, pages
 from spd_testlib import KUBEADM, REPO, corpus_dir
 
-SHELLS = ("sh", "bash", "console")
-TIERS = ("node", "kubelet", "controlplane", "dev")
-MARKER = re.compile(r"^<!-- doc-test: (?P<kind>node|sandbox)\b(?P<rest>.*)-->\s*$")
 NODE_PATHS = ("/etc/kubernetes", "/etc/staticpodd", "/var/lib/staticpodd", "/var/lib/kubelet",
               "/run/staticpodd", "/tmp/staticpodd-demo")
 BRACKETED_OPTION = re.compile(r"\[--?[A-Za-z]")
-
-
-@dataclass
-class Block:
-    page: Path
-    line: int  # 1-based line of the opening fence
-    lang: str
-    text: str
-    marker: str  # "" (run here), "sandbox" (run here, says how), "node"
-    tier: str
-
-    @property
-    def where(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.line}"
-
-    def commands(self) -> str:
-        """The block as a script: for ``console`` only the ``$ `` lines (output lines are not run)."""
-        if self.lang != "console":
-            return self.text
-        return "\n".join(line[2:] for line in self.text.splitlines() if line.startswith("$ "))
-
-
-def pages() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-
-
-def blocks_of(page: Path) -> list[Block]:
-    """The fenced shell blocks of one Markdown page, with the marker on the line before each."""
-    out: list[Block] = []
-    lines = page.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        m = re.match(r"^\s*```(\w*)\s*$", lines[i])
-        if not m:
-            i += 1
-            continue
-        lang, start = m.group(1), i
-        j = i + 1
-        while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
-            j += 1
-        if lang in SHELLS:
-            prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
-            mk = MARKER.match(prev.strip())
-            kind, tier = "", ""
-            if mk:
-                kind = mk.group("kind")
-                t = re.search(r"tier: *([a-z]+)", mk.group("rest"))
-                tier = t.group(1) if t else ""
-            indent = len(lines[start]) - len(lines[start].lstrip())
-            text = "\n".join(line[indent:] for line in lines[start + 1 : j])
-            out.append(Block(page, start + 1, lang, text, kind, tier))
-        i = j + 1
-    return out
 
 
 ALL = [b for p in pages() for b in blocks_of(p)]

@@ -50,7 +50,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -62,6 +61,25 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from lab_host import (  # the host side shared with tests/controlplane/cplane_lab.py
+    LabError,
+    _alive,
+    _need,
+    _stop_pid,
+    _v1_controllers,
+    bind_sysctls,
+    hold,
+    import_images,
+    kill_cgroup_tasks,
+    make_cgroup_root,
+    mount_overlays,
+    remove_cgroups,
+    remove_work,
+    start_containerd,
+    wait_for_socket,
+    write_sysctl_files,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -81,23 +99,9 @@ APP_IMAGE = "staticpodd.test/app:e2e"
 DEFAULT_NODE = "e2e-node"
 DEFAULT_FCF = "20s"
 
-#: The /proc/sys values the kubelet sets unless they already hold them
-#: (pkg/kubelet/cm/container_manager_linux.go setupKernelTunables).
-#: Host trees covered by an overlay inside the lab's mount namespace (writes land in the lab).
-OVERLAY_DIRS = ("/etc", "/var", "/usr", "/opt", "/srv")
-
 #: Files of a kubeadm control-plane node under /etc/kubernetes (empty: the app image reads none)
 #: that kubeadm's manifests mount with hostPath type FileOrCreate, whose parent must exist.
 NODE_FILES = ("scheduler.conf", "controller-manager.conf", "admin.conf", "kubelet.conf", "super-admin.conf")
-
-KUBELET_SYSCTLS = {
-    "vm/overcommit_memory": "1",
-    "vm/panic_on_oom": "0",
-    "kernel/panic": "10",
-    "kernel/panic_on_oops": "1",
-    "kernel/keys/root_maxkeys": "1000000",
-    "kernel/keys/root_maxbytes": "25000000",
-}
 
 #: Names the healthz fixture is installed under in the app image (manifest commands).
 APP_NAMES = (
@@ -115,10 +119,6 @@ APP_NAMES = (
     "node_exporter",
     "healthz",
 )
-
-
-class LabError(RuntimeError):
-    """A part of the lab is missing or failed; the message says which and what to do."""
 
 
 # --- binaries and images ----------------------------------------------------------------------
@@ -144,13 +144,6 @@ def bin_dir() -> Path:
             f"{', '.join(missing)} not found in {d}: run tests/e2e/build-binaries (or set STATICPODD_E2E_BIN)"
         )
     return d
-
-
-def _need(tool: str, package: str) -> str:
-    path = shutil.which(tool) or (f"/usr/sbin/{tool}" if os.access(f"/usr/sbin/{tool}", os.X_OK) else None)
-    if not path:
-        raise LabError(f"{tool} not found: install the Debian package {package} (.ci/apt-packages.txt)")
-    return path
 
 
 def _digest(*parts: bytes) -> str:
@@ -312,24 +305,6 @@ def parse_seconds(text: str) -> float:
     return float(t)
 
 
-def _hierarchies() -> list[Path]:
-    """Every cgroup hierarchy the kubelet makes its cgroups in: each v1 controller and, on a
-    hybrid host, ``/sys/fs/cgroup/unified`` too (the kubelet creates ``<cgroupRoot>/kubepods/...``
-    there as well: a clean-up that walked only the v1 controllers left empty cgroups behind)."""
-    out = _v1_controllers()
-    unified = Path("/sys/fs/cgroup/unified")
-    if unified.is_dir() and unified not in out:
-        out.append(unified)
-    return out
-
-
-def _v1_controllers() -> list[Path]:
-    root = Path("/sys/fs/cgroup")
-    if (root / "cgroup.controllers").exists():  # cgroup v2 unified: one tree
-        return [root]
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name != "unified")
-
-
 @dataclass
 class Lab:
     """One lab, described by its ``state.json`` in ``work``. Create with :func:`up`."""
@@ -400,6 +375,15 @@ class Lab:
     @property
     def relist_seconds(self) -> float:
         return parse_seconds(self.file_check_frequency)
+
+    @property
+    def kubelet_minor(self) -> str:
+        """The lab kubelet's minor, ``"1.NN"`` (from ``kubelet --version``: "Kubernetes v1.35.4"):
+        what ``staticpodctl validate --kubernetes-version`` must judge against to speak for it."""
+        out = subprocess.run([str(self.bin / "kubelet"), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout.split()[-1]
+        major, minor = out.removeprefix("v").split(".")[:2]
+        return f"{major}.{minor}"
 
     def pod_name(self, base: str) -> str:
         """``<metadata.name>-<node name>``."""
@@ -557,39 +541,6 @@ def klog_time(line: str, *, now: float | None = None) -> float | None:
     return stamp.timestamp()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours is not alive
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
-def _stop_pid(pid: int | None, grace: float) -> None:
-    if not pid or not _alive(pid):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    end = time.monotonic() + grace
-    while time.monotonic() < end and _alive(pid):
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        time.sleep(0.05)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        end = time.monotonic() + 5
-        while time.monotonic() < end and _alive(pid):
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            time.sleep(0.05)
-
-
 def _wait(cond: Any, timeout: float, what: str, lab: Lab | None = None) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -720,15 +671,8 @@ def up(
     )
     (work / "containerd.toml").write_text(_containerd_config(work))
     (work / "kubelet-config.yaml").write_text(_kubelet_config(lab, _free_port()))
-    for key, value in KUBELET_SYSCTLS.items():
-        (work / "sysctl" / key.replace("/", ".")).write_text(value + "\n")
-    # cgroupRoot must exist in every controller before the kubelet starts (cpuset: copy the parent's)
-    for ctrl in _v1_controllers():
-        d = ctrl / lab.cgroup_root.lstrip("/")
-        d.mkdir(exist_ok=True)
-        for f in ("cpuset.cpus", "cpuset.mems"):
-            if (ctrl / f).exists() and (d / f).exists() and not (d / f).read_text().strip():
-                (d / f).write_text((ctrl / f).read_text())
+    write_sysctl_files(work)
+    make_cgroup_root(lab.cgroup_root)  # before the kubelet starts
     lab.save()
     LAST.write_text(str(work) + "\n")
     holder_log = (work / "holder.log").open("ab")
@@ -766,13 +710,9 @@ def _inner(work: Path, images: list[str]) -> int:
         (work / "failed").write_text(msg)
         return 1
 
-    for key in KUBELET_SYSCTLS:
-        target = Path("/proc/sys") / key
-        if target.exists():
-            r = subprocess.run(["mount", "--bind", str(work / "sysctl" / key.replace("/", ".")), str(target)],
-                               capture_output=True, text=True, check=False)
-            if r.returncode != 0:
-                return fail(f"bind mount over {target} failed: {r.stderr.strip()}")
+    err = bind_sysctls(work)
+    if err:
+        return fail(err)
     if not os.path.isdir("/run/containerd"):
         os.makedirs("/run/containerd", exist_ok=True)  # /run is tmpfs; removed again by down
         (work / "created-run-containerd").touch()
@@ -780,59 +720,30 @@ def _inner(work: Path, images: list[str]) -> int:
                        capture_output=True, text=True, check=False)
     if r.returncode != 0:
         return fail(f"bind mount over /run/containerd failed: {r.stderr.strip()}")
-    for lower in OVERLAY_DIRS:
-        if not os.path.isdir(lower) or os.path.ismount(lower):
-            continue
-        top = work / "overlay" / lower.strip("/")
-        (top / "upper").mkdir(parents=True, exist_ok=True)
-        (top / "work").mkdir(parents=True, exist_ok=True)
+
+    def node_files(lower: str, upper: Path) -> None:
         if lower == "/etc":  # what a kubeadm control-plane node has and its manifests mount
-            kube = top / "upper" / "kubernetes"
+            kube = upper / "kubernetes"
             (kube / "pki" / "etcd").mkdir(parents=True, exist_ok=True)
             for conf in NODE_FILES:
                 (kube / conf).touch()
-        r = subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                            f"lowerdir={lower},upperdir={top / 'upper'},workdir={top / 'work'}", lower],
-                           capture_output=True, text=True, check=False)
-        if r.returncode != 0:
-            return fail(f"overlay over {lower} failed: {r.stderr.strip()}")
-    clog = (work / "containerd.log").open("ab")
-    cd = subprocess.Popen(
-        [_need("containerd", "containerd"), "--config", str(work / "containerd.toml")],
-        stdout=clog, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
+
+    err = mount_overlays(work, node_files)
+    if err:
+        return fail(err)
+    cd = start_containerd(work, _need("containerd", "containerd"))
     lab.pids["containerd"] = cd.pid
     lab.save()
-    end = time.monotonic() + 30
-    while not lab.socket.exists():
-        if cd.poll() is not None or time.monotonic() > end:
-            return fail("containerd did not start; see containerd.log")
-        time.sleep(0.05)
-    for tarball in images:
-        r = subprocess.run(["ctr", "--address", str(lab.socket), "-n", "k8s.io", "images", "import", tarball],
-                           capture_output=True, text=True, check=False)
-        if r.returncode != 0:
-            return fail(f"ctr images import {tarball} failed: {r.stderr.strip()}")
+    err = wait_for_socket(cd, lab.socket) or import_images(images, lab.socket)
+    if err:
+        return fail(err)
     klog = lab.kubelet_log.open("ab")
     kl = subprocess.Popen(lab._kubelet_argv(), stdout=klog, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                           env=lab._kubelet_env(), start_new_session=True)
     lab.pids["kubelet"] = kl.pid
     lab.save()
     (work / "ready").touch()
-    stop = False
-
-    def on_term(*_: Any) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    while not stop:
-        time.sleep(0.2)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-    return 0
+    return hold()
 
 
 def _shims(work: Path) -> list[int]:
@@ -849,14 +760,6 @@ def _shims(work: Path) -> list[int]:
     return out
 
 
-def _cgroup_pids(d: Path) -> list[int]:
-    pids: list[int] = []
-    for procs in d.rglob("cgroup.procs"):
-        with contextlib.suppress(OSError, ValueError):
-            pids += [int(x) for x in procs.read_text().split()]
-    return pids
-
-
 def down(lab: Lab, *, keep: bool = False) -> list[str]:
     """Stop the lab by pid and leave nothing behind; returns what could not be cleaned (empty
     when all is well). ``keep``: keep the work directory (logs) instead of removing it."""
@@ -869,43 +772,15 @@ def down(lab: Lab, *, keep: bool = False) -> list[str]:
     for pid in _shims(lab.work):
         _stop_pid(pid, 5)
     # containers left running (a shim killed first): kill by cgroup
-    for ctrl in _v1_controllers():
-        d = ctrl / lab.cgroup_root.lstrip("/")
-        if d.exists():
-            for pid in _cgroup_pids(d):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+    kill_cgroup_tasks(lab.cgroup_root, _v1_controllers())
     _stop_pid(lab.pids.get("holder"), 10)
     time.sleep(0.1)
     # a cgroup stays busy until its last task is reaped (a container killed just now): retry a while
-    end = time.monotonic() + 10
-    for ctrl in _hierarchies():
-        d = ctrl / lab.cgroup_root.lstrip("/")
-        while d.exists():
-            for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-                with contextlib.suppress(OSError):
-                    sub.rmdir()
-            try:
-                d.rmdir()
-            except OSError as exc:
-                if time.monotonic() < end:
-                    time.sleep(0.2)
-                    continue
-                problems.append(f"cgroup {d}: {exc}")
-                break
+    problems += remove_cgroups(lab.cgroup_root, deadline=10)
     if (lab.work / "created-run-containerd").exists():
         with contextlib.suppress(OSError):
             os.rmdir("/run/containerd")
-    if not keep:
-        # mounts lived in the lab's own namespace, gone with its last process; check anyway
-        mounts = Path("/proc/self/mountinfo").read_text()
-        if str(lab.work) in mounts:
-            problems.append(f"mounts under {lab.work} are still visible on the host")
-        else:
-            shutil.rmtree(lab.work, ignore_errors=True)
-    if LAST.exists() and LAST.read_text().strip() == str(lab.work):
-        LAST.unlink()
-    return problems
+    return problems + remove_work(lab.work, LAST, keep=keep)
 
 
 # --- helpers the tests share ------------------------------------------------------------------

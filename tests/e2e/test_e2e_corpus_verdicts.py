@@ -115,11 +115,13 @@ def _kubelet_verdicts(node: Node, files: dict[str, bytes], offset: int) -> dict[
 def _validate(node: Node, mdir: Path) -> dict[str, dict[str, Any]]:
     """``staticpodctl validate DIR --json`` per file: its verdict (kubelet / staticpodd /
     strictness) and its error findings, with the lab's node: name, CPUs, memory and the
-    kubelet's own config (evictionHard) for the allocatable-based node fit."""
+    kubelet's own config (evictionHard) for the allocatable-based node fit, judged against the lab
+    kubelet's own minor (its schema and rules)."""
     mem_kib = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")))
     res = node.ctl(
         "validate", str(mdir), "--json", "--node-name", node.lab.node_name, "--node-cpu", str(os.cpu_count() or 1),
         "--node-memory", f"{mem_kib}Ki", "--no-host-checks", "--kubelet-config", str(node.lab.work / "kubelet-config.yaml"),
+        "--kubernetes-version", node.lab.kubelet_minor,
     )
     body = json.loads(res.stdout)
     out: dict[str, dict[str, Any]] = {}
