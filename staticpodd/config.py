@@ -139,7 +139,7 @@ class WaitConfig(FrozenRecord):
 
 class RetentionConfig(FrozenRecord):
     """``retention:`` -- ``keep_versions`` newest per component, ``keep_for`` and ``interval`` in
-    seconds (see :mod:`staticpodd.retention`; both None: nothing is pruned)."""
+    seconds (see :mod:`staticpodd.store.retention`; both None: nothing is pruned)."""
 
     keep_versions: Final[int | None]
     keep_for: Final[float | None]
@@ -376,7 +376,7 @@ def read_config_bytes(file: Path) -> bytes:
     configuration names programs root runs (``wait.crictl``) and the directory root acts on.
     Raises FileNotFoundError when it does not exist, ConfigError when it cannot be read."""
     from .errors import Untrusted
-    from .trust import check_path, read_trusted
+    from .node.trust import check_path, read_trusted
 
     try:
         check_path(file, "configuration file", parents_up_to=file.parent)
@@ -439,7 +439,7 @@ def load_config(
                 )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         _check_duplicate_keys(node, file)
-        from .yamlsafe import safe_load
+        from .manifest.yamlsafe import safe_load
 
         data = safe_load(text)
     except yaml.YAMLError as exc:

@@ -82,7 +82,7 @@ def read_static_pod_path(kubelet_config: Path) -> str | None:
     import yaml  # only for unusual shapes of the file
 
     try:
-        from .yamlsafe import safe_load
+        from .manifest.yamlsafe import safe_load
 
         doc = safe_load(text)
     except yaml.YAMLError as exc:

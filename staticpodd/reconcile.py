@@ -138,7 +138,7 @@ def over_our_limit_only(findings: Iterable[Any], size: int | None) -> int | None
     file's real size) is at most the kubelet's own limit: the file is refused only by
     staticpodd's ``max_manifest_bytes`` and the kubelet still reads it (pkg/kubelet/config/file.go
     maxConfigLength, 10 MiB; docs/kubelet-contract.md "Which files are pods"). None otherwise."""
-    from .decoded import KUBELET_MAX_BYTES
+    from .manifest.decoded import KUBELET_MAX_BYTES
 
     codes = {str(_get(f, "code")) for f in findings if _get(f, "severity") == "error"}
     if codes != {"too-large"} or size is None or size > KUBELET_MAX_BYTES:
@@ -366,7 +366,7 @@ def _tool_tempfile(file_name: str | None) -> str | None:
     """The tool (``sed``, ``salt`` …) whose temp-file name shape ``file_name`` has, or None."""
     if not file_name:
         return None
-    from .cmpatterns import identify
+    from .manifest.cmpatterns import identify
 
     left = identify(file_name)
     return left.pattern.tool if left is not None and left.pattern.kind == "tempfile" else None

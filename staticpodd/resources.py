@@ -61,16 +61,16 @@ _validator_id: str | None = None
 
 
 _DECODER = (
-    "positions.py",
-    "decoded.py",
-    "decoding.py",
-    "yamldecode.py",
-    "yamlresolve.py",
-    "jsondecode.py",
-    "hostclaims.py",
+    "manifest/positions.py",
+    "manifest/decoded.py",
+    "manifest/decoding.py",
+    "manifest/yamldecode.py",
+    "manifest/yamlresolve.py",
+    "manifest/jsondecode.py",
+    "manifest/hostclaims.py",
 )
 """The modules outside ``validate/`` whose change must invalidate cached verdicts, hashed into the
-validator id (paths under the package): the YAML and JSON decoders, and ``hostclaims.py``, the
+validator id (paths under the package): the YAML and JSON decoders, and ``manifest/hostclaims.py``, the
 host-port rule ``validate DIR`` applies outside ``validate/`` (the daemon's kept findings)."""
 
 

@@ -154,7 +154,7 @@ def _kubeconfig_user(path: str) -> str | None:
     """The user name of ``path``'s current context (``system:node:NAME`` in a kubeadm
     ``kubelet.conf``), or None."""
     try:
-        from ..yamlsafe import safe_load
+        from ..manifest.yamlsafe import safe_load
 
         with open(path, encoding="utf-8") as fh:
             kc = safe_load(fh.read()) or {}

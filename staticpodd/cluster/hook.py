@@ -37,7 +37,7 @@ def poke(layout: Any) -> bool:
     this root, or its socket is not root's or ours). Never raises."""
     path = socket_path(layout)
     try:
-        from ..trust import problem_of
+        from ..node.trust import problem_of
 
         if problem_of(os.lstat(path)) is not None:
             return False
@@ -56,7 +56,7 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
     name (the kubelet's default). Raises StaticpodError/Untrusted/FileNotFoundError."""
     from ..errors import StaticpodError
     from ..layout import under_root
-    from ..trust import check_path
+    from ..node.trust import check_path
 
     given = getattr(cfg.cluster, "kubeconfig", None)
     path = under_root(layout.root, given or KUBELET_KUBECONFIG)

@@ -8,7 +8,7 @@ the next flush (the journal keeps every entry). ``meta`` also holds what the ann
 when last published and the last error, for ``status`` and ``doctor``.
 
 The file is created 0600 in the state directory (0700, root's); one another user could have
-written is refused (:mod:`staticpodd.trust`), as the version store is.
+written is refused (:mod:`staticpodd.node.trust`), as the version store is.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..trust import ensure_dir, problem_of, untrusted
+from ..node.trust import ensure_dir, problem_of, untrusted
 
 TYPE_CHECKING = False  # typing is for mypy: a changing verb that publishes imports this module
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ def node_state(layout: Any) -> dict[str, str | None]:
     files in the manifest directory (a park whose file was written back is ``broken``) and the
     pin records (:func:`staticpodd.pin.local.list_local_pins`). Raises StoreError/OSError."""
     from ..pin.local import list_local_pins
-    from ..store import VersionStore
+    from ..store.versions import VersionStore
 
     parks: list[dict[str, Any]] = []
     broken: set[str] = set()

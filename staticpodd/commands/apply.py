@@ -15,7 +15,7 @@ def read_source(path: str) -> bytes:
     """The bytes to apply, at most one byte past the kubelet's 10 MB read limit (``apply
     /dev/zero`` must not eat the node's memory): a longer input is refused by the gate as the
     kubelet refuses it, from what was read."""
-    from ..fsops import KUBELET_MAX_BYTES
+    from ..node.fsops import KUBELET_MAX_BYTES
 
     if path == "-":
         return sys.stdin.buffer.read(KUBELET_MAX_BYTES + 1)

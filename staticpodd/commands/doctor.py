@@ -73,7 +73,7 @@ def _unwritable(layout: Any) -> list[tuple[str, str, str]]:
     """``(code, message, path)`` for each place staticpodd must write but cannot: the manifest
     directory (restores, quarantines, parks, unparks fail with EROFS/EACCES), the version store
     and the run directory (the lock). A read-only mount is told apart from missing permission."""
-    from ..sandbox import read_only_mount
+    from ..node.sandbox import read_only_mount
 
     found: list[tuple[str, str, str]] = []
     places = (
@@ -146,7 +146,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     directory) and the daemon: down while its unit is enabled, stuck, or reporting problems of
     its own (its heartbeat's problems are listed too, once each, so doctor's count and the
     daemon's agree). Exit 0 when nothing is wrong, 1 otherwise."""
-    from ..trust import layout_problems
+    from ..node.trust import layout_problems
     from ..validate import validate_directory
 
     # Before the engine opens (and tightens) anything: what another user could write, or read,

@@ -25,8 +25,8 @@ def cmd_edit(args: argparse.Namespace, out: Out) -> int:
     bytes edited must still be the live ones); exit 0, 1, 130 or the --wait status."""
     import tempfile
 
-    from .. import fsops
-    from ..store import digest_of
+    from ..node import fsops
+    from ..store.versions import digest_of
 
     eng = build_engine(args)
     target = eng.resolve(args.component, allow_recorded=False)

@@ -75,7 +75,7 @@ def salvage_manifest_dir(path: str) -> str | None:
         return None
     try:
 
-        from ..yamlsafe import safe_load
+        from ..manifest.yamlsafe import safe_load
 
         doc = safe_load(raw)
     except Exception:  # noqa: BLE001 - any YAML problem: read the one top-level line instead
@@ -133,7 +133,7 @@ def checked_config(args: argparse.Namespace, layout: Any) -> Any:
     import hashlib
     from pathlib import Path
 
-    from ..trust import check_path, ensure_dir, read_trusted, write_file
+    from ..node.trust import check_path, ensure_dir, read_trusted, write_file
 
     explicit = getattr(args, "config", None)
     path = explicit if explicit else str(layout.config_path)

@@ -176,7 +176,7 @@ def _trusted_kubeconfig(path: str) -> None:
         st = os.stat(path)
     except OSError:
         return
-    from ..trust import problem_of
+    from ..node.trust import problem_of
 
     if not stat.S_ISREG(st.st_mode) or problem_of(st) is not None:
         raise StaticpodError(f"{path}: another user could have written this kubeconfig; not used",

@@ -12,7 +12,7 @@ from .output import Out
 
 def cmd_prune(args: argparse.Namespace, out: Out) -> int:
     """Prune (or --dry-run) under retention.* or --keep/--keep-for; exit 0."""
-    from ..retention import policy_for, prune
+    from ..store.retention import policy_for, prune
 
     eng = build_engine(args)
     keep_for = None

@@ -130,7 +130,7 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
 
     from ..errors import StaticpodError
     from ..layout import under_root
-    from ..trust import check_path
+    from ..node.trust import check_path
 
     path = getattr(args, "kubeconfig", None)
     if not path and os.environ.get("KUBECONFIG"):

@@ -21,8 +21,8 @@ from ..cluster.hook import ClusterHook
 from ..config import Config, load_config
 from ..journal import INFO, Event, Journal
 from ..layout import Layout, under_root
-from ..notify import Notifier
-from ..watch import Hints, Watcher
+from ..node.notify import Notifier
+from ..node.watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
 from .findings import FindingsCache
 from .heartbeat import HeartbeatEncoder

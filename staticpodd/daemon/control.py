@@ -25,11 +25,11 @@ def bind_textfile_dir(layout: Layout, unit: str, *, config_path: str | None = No
                       out: Any = sys.stderr) -> bool | None:
     """Before a reload under systemd: when ``metrics.textfile_dir`` (of the configuration about
     to be loaded) exists but is read-only in the running daemon's sandbox (it was created after
-    the start, e.g. node-exporter installed later; see :mod:`staticpodd.sandbox`), bind it into
+    the start, e.g. node-exporter installed later; see :mod:`staticpodd.node.sandbox`), bind it into
     ``unit``'s mount namespace with ``systemctl bind``. Returns True when bound, False when the
     bind failed (said on ``out``; the reload goes on, the daemon reports metrics-write-failed),
     None when there was nothing to do. Needs root outside the sandbox; never raises."""
-    from ..sandbox import bind_into_unit, read_only_for
+    from ..node.sandbox import bind_into_unit, read_only_for
 
     env_pid = os.environ.get("MAINPID", "")
     if not env_pid.isdigit():

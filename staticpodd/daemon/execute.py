@@ -15,8 +15,8 @@ from typing import Any
 
 from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
+from ..node.watch import WRITE_STALL, Writer
 from ..reconcile import Action, Plan, Report
-from ..watch import WRITE_STALL, Writer
 from .base import HOLD_RECHECK, RETRY_DELAY, DaemonBase, _get
 
 
@@ -238,7 +238,7 @@ class ExecuteMixin(DaemonBase):
     def _pod_defined_by(self, file_name: str) -> tuple[str, str] | None:
         """(namespace, name) of the pod a live file defines, or None (unreadable, not a Pod)."""
         from ..proof.shadow import pod_key
-        from ..refused import kubelet_refuses
+        from ..validate.refused import kubelet_refuses
 
         try:
             data = (self.layout.manifest_dir / file_name).read_bytes()
@@ -248,7 +248,7 @@ class ExecuteMixin(DaemonBase):
             return None
         import yaml
 
-        from ..yamlsafe import FastLoader
+        from ..manifest.yamlsafe import FastLoader
 
         try:
             doc = next(iter(yaml.load_all(data, Loader=FastLoader)), None)  # noqa: S506 - a safe loader

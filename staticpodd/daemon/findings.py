@@ -4,12 +4,12 @@ The daemon's directory findings (:func:`staticpodd.validate.validate_directory`:
 own findings, strays, duplicates, host ports, node fit, symlinks, modes and owners) depend only on
 
 - the manifest directory's path, listing and each entry's stat and bytes
-  (:func:`staticpodd.dirprint.fingerprint`: the bytes enter through the sha256 digests the scan
+  (:func:`staticpodd.node.dirprint.fingerprint`: the bytes enter through the sha256 digests the scan
   has just recorded, with size, mtime, ctime and inode, so any write, rename or chmod changes it);
 - the validation options (``kubernetes_version``, ``max_manifest_bytes``, ``node_name``,
   ``node_capacity`` …: :func:`staticpodd.daemon.options.validate_options`);
 - the validator's code and Pod schemas (:func:`staticpodd.resources.validator_id`) and the
-  config-management file names that make a stray (``cmpatterns.py``);
+  config-management file names that make a stray (``manifest/cmpatterns.py``);
 - what the options leave to the host: its node name, CPU count and ``MemTotal`` (the node-fit
   check reads /proc when ``node_capacity`` is not set), and its boot (``boot_id``): the
   ``hostpath-missing`` warnings look at paths outside the directory, which nothing here
@@ -18,7 +18,7 @@ own findings, strays, duplicates, host ports, node fit, symlinks, modes and owne
 
 :func:`findings_key` hashes all of it into one sha256 hex key. The daemon's
 :class:`FindingsCache` keeps the findings under that key in memory and in the version store
-(table ``dirfindings``, one row: :meth:`staticpodd.store.VersionStore.set_dir_findings`), so
+(table ``dirfindings``, one row: :meth:`staticpodd.store.versions.VersionStore.set_dir_findings`), so
 that a periodic rescan *and a restart* on an unchanged directory parse and validate nothing
 (READY on restart at 1,000 manifests). The scan before it still reads every file whose stat
 changed while the daemon was down, and such a file's digest and stat change the key: nothing
@@ -34,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..dirprint import fingerprint
-from ..store import VersionStore, digest_of
+from ..node.dirprint import fingerprint
+from ..store.versions import VersionStore, digest_of
 
 #: Bumped whenever what the key covers or how findings are encoded changes: a kept row made by
 #: other code is then simply not found.
@@ -56,13 +56,13 @@ def hashed(value: Any) -> str:
 
 def code_id() -> str:
     """The validator's id (:func:`staticpodd.resources.validator_id`) together with the source of
-    ``staticpodd/cmpatterns.py`` (which file names are strays): changes whenever the code that
+    ``staticpodd/manifest/cmpatterns.py`` (which file names are strays): changes whenever the code that
     makes the directory findings does. Cached per process."""
     global _code_id
     if _code_id is None:
         from ..resources import validator_id
 
-        src = Path(__file__).resolve().parents[1] / "cmpatterns.py"
+        src = Path(__file__).resolve().parents[1] / "manifest/cmpatterns.py"
         try:
             extra = digest_of(src.read_bytes())
         except OSError:

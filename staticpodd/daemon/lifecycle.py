@@ -18,7 +18,7 @@ from typing import Any
 from .. import __version__
 from ..errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError, StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
-from ..watch import Hints, Watcher, hidden_from_proc
+from ..node.watch import Hints, Watcher, hidden_from_proc
 from .base import PID_FILE, RETRY_DELAY, TRIM_QUIET
 from .loop import LoopMixin
 
@@ -62,7 +62,7 @@ class Daemon(LoopMixin):
         import fcntl
 
         path = self.layout.run_dir / PID_FILE
-        from ..lock import open_private
+        from ..node.lock import open_private
 
         try:  # 0600: flock works on a read-only fd, so a readable pid file lets anyone block our start
             fd = open_private(path, what="pid file")

@@ -15,11 +15,11 @@ import sys
 import time
 from collections.abc import Iterable
 
-from .. import fsops
 from ..errors import StaticpodError
 from ..journal import ERR, INFO, WARNING, Event
+from ..node import fsops
+from ..node.watch import DIRECTORY
 from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings
-from ..watch import DIRECTORY
 from .base import RETRY_DELAY, TRIM_QUIET, _get
 from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
@@ -123,7 +123,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         retry) and those whose stat (size, mtime, inode) differs from the snapshot the last pass
         took, or that appeared or went since (an event the watch has not delivered yet when the
         signal is handled). A name someone still holds open for writing (the kernel's read lease
-        says so, :func:`staticpodd.writelease.open_for_writing`; where it cannot say, inotify saw
+        says so, :func:`staticpodd.node.writelease.open_for_writing`; where it cannot say, inotify saw
         it change and not yet close: a close event may still be on its way when the writer is
         done) is left alone: its bytes may be half written, and the next start-up's full pass
         records them. A pending DIRECTORY hint (the directory replaced) and a full pass being
@@ -132,7 +132,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         lock as any pass does (not when the last pass gave up waiting for it: a stop does not
         wait twice for a long staticpodctl operation), and a failure is reported and left to the
         next start."""
-        from ..writelease import open_for_writing
+        from ..node.writelease import open_for_writing
 
         assert self.hints is not None
         if "lock" in self.runtime_problems:
@@ -158,10 +158,10 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             self._reconcile(names=sorted(ready))
 
     def _prune_if_due(self, next_prune: float | None) -> float | None:
-        """Prune under the retention policy (``retention:``, :mod:`staticpodd.retention`) when
+        """Prune under the retention policy (``retention:``, :mod:`staticpodd.store.retention`) when
         ``next_prune`` (monotonic) has come; returns the next due time (None: no policy). A
         failure (lock timeout, full disk) is reported and retried at the next interval."""
-        from ..retention import policy_for, prune
+        from ..store.retention import policy_for, prune
 
         policy = policy_for(self.config)
         if not policy.active:
@@ -321,8 +321,8 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
     def _remove_lone_private_dir(self) -> None:
         """Under the lock: an empty ``.staticpodd/`` that is all the manifest directory holds goes
         (an "is the directory empty" check counts dot-entries; see
-        :func:`staticpodd.fsops.remove_private_dir_if_alone`)."""
-        from .. import fsops
+        :func:`staticpodd.node.fsops.remove_private_dir_if_alone`)."""
+        from ..node import fsops
 
         if self.parks or not self.layout.private_dir.is_dir():
             return

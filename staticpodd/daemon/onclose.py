@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import StaticpodError
 from ..journal import ERR, Event
 from ..reconcile import plan_changes, stray_by_name
-from ..store import digest_of
+from ..store.versions import digest_of
 from .execute import ExecuteMixin
 from .policies import PlanMixin
 
@@ -39,15 +39,15 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         The kubelet keeps the old pod only until its next relist (docs/kubelet-contract.md "What a broken file
         does to a running pod"): with the 0.3 s debounce a 20 s relist fell inside the window 1
         time in 10; acting on the close shrinks the window to the restore itself.
-        The cheap check (:func:`staticpodd.refused.kubelet_refuses`) decides only when to look;
+        The cheap check (:func:`staticpodd.validate.refused.kubelet_refuses`) decides only when to look;
         whether to restore stays the verdict of :func:`staticpodd.reconcile.plan_changes`.
         """
         assert self.hints is not None
         closed = self.hints.take_closed()
         if not closed or getattr(self.config, "on_invalid", "alert") != "restore":
             return set()
-        from ..refused import kubelet_refuses
-        from ..watch import Hint
+        from ..node.watch import Hint
+        from ..validate.refused import kubelet_refuses
 
         out: set[str] = set()
         for name in closed:
@@ -75,7 +75,7 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         if getattr(self.config, "on_invalid", "alert") != "restore":
             return
         from ..engine import Change
-        from ..refused import kubelet_refuses
+        from ..validate.refused import kubelet_refuses
 
         kubelet_refuses(b"")
         stray_by_name("warm-up.yaml")
@@ -130,8 +130,8 @@ class CloseMixin(PlanMixin, ExecuteMixin):
         does), and the reports the general way logs before the restore (the change, INVALID_LIVE)
         are logged after it, with the version the bytes got.
         """
-        from .. import fsops
         from ..engine import Change
+        from ..node import fsops
 
         engine = self.engine
         path = self.layout.manifest_dir / name

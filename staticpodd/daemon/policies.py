@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import fsops
 from ..journal import Event
 from ..layout import component_of
+from ..node import fsops
 from ..reconcile import (
     Action,
     Plan,

@@ -2,7 +2,7 @@
 
 The periodic rescan (``rescan_interval``) is the safety net under inotify (docs/kubelet-contract.md
 consequence 8: events can be lost). When the last full pass found nothing to do and since then
-no directory entry's stat (name, mode, owner, size, mtime, ctime, inode: :mod:`staticpodd.dirprint`,
+no directory entry's stat (name, mode, owner, size, mtime, ctime, inode: :mod:`staticpodd.node.dirprint`,
 of the manifest directory and of ``.staticpodd/parked/``) changed, nobody committed to the
 store (ours: ``total_changes``; anyone's: ``PRAGMA data_version``), no recorded intent's process
 died, and the configuration is the same, the pass would read the same bytes and reach the same
@@ -27,7 +27,7 @@ RACY_NS = 2_000_000_000
 
 
 def _newest_ns(fp: tuple[Any, ...]) -> int:
-    """The newest mtime/ctime (ns) in a :func:`staticpodd.dirprint.fingerprint` value."""
+    """The newest mtime/ctime (ns) in a :func:`staticpodd.node.dirprint.fingerprint` value."""
     newest = int(fp[4])  # the directory's own mtime
     for item in fp[5]:
         if len(item) >= 7 and item[1] is not None:
@@ -47,7 +47,7 @@ class QuietMixin(DaemonBase):
         """The fingerprints (no digests) of the manifest directory and ``parked/``, hashed (a
         fingerprint of a large node is some 200 KB of tuples, kept between passes); None when the
         manifest directory cannot be listed or an entry changed too recently to be trusted."""
-        from ..dirprint import fingerprint
+        from ..node.dirprint import fingerprint
         from .findings import hashed
 
         live = fingerprint(self.layout.manifest_dir, {})

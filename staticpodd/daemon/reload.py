@@ -11,7 +11,7 @@ import time
 
 from ..errors import ConfigError
 from ..journal import ERR, NOTICE, Event
-from ..watch import Watcher
+from ..node.watch import Watcher
 from .status import StatusMixin
 from .watching import WatchMixin
 

@@ -2,7 +2,7 @@
 
 :class:`StatusMixin` turns the daemon's observed state into the current problem list
 (:meth:`~StatusMixin.problems`), the sd_notify status line, the heartbeat payload (format in
-:mod:`staticpodd.daemon.heartbeat`) and the node_exporter textfile (:mod:`staticpodd.metrics`),
+:mod:`staticpodd.daemon.heartbeat`) and the node_exporter textfile (:mod:`staticpodd.daemon.metrics`),
 recomputing ``engine.status()`` only when something it reads may have changed.
 """
 
@@ -93,7 +93,7 @@ class StatusMixin(DaemonBase):
         if not metrics_cfg.enabled or not metrics_cfg.textfile_dir:
             self.runtime_problems.pop("metrics", None)
             return
-        from .. import metrics
+        from . import metrics
 
         directory = under_root(self.root, metrics_cfg.textfile_dir)
         try:
@@ -123,12 +123,12 @@ class StatusMixin(DaemonBase):
 
     def _status_memo(self) -> Any:
         """``engine.status()``, recomputed only when something it reads may have changed: the
-        manifest and parked directories' listings and stats (:mod:`staticpodd.dirprint`), the
+        manifest and parked directories' listings and stats (:mod:`staticpodd.node.dirprint`), the
         store (our own commits: ``total_changes``; anyone else's: ``PRAGMA data_version``), and
         the liveness of the processes behind recorded intents. An idle rescan of a large node
         then reads no file a second time."""
-        from ..dirprint import fingerprint
         from ..engine.fsfacts import pid_alive
+        from ..node.dirprint import fingerprint
         from .findings import hashed
 
         store = self.engine.store

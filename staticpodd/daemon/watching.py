@@ -76,15 +76,15 @@ class WatchMixin(DaemonBase):
 
         Under the unit's sandbox (``ProtectSystem=strict``), a directory that did not exist at
         start or was deleted and recreated since is read-only to the daemon (no bind mount for
-        it: :mod:`staticpodd.sandbox`). Then every quarantine, restore and deadline unpark would
+        it: :mod:`staticpodd.node.sandbox`). Then every quarantine, restore and deadline unpark would
         fail with EROFS while systemd sees an active service . So when it
         *appears* read-only under a service manager, the daemon says so (DIRECTORY_PROBLEM,
-        priority err) and exits :data:`~staticpodd.sandbox.EXIT_SANDBOX` (75): Restart=on-failure
+        priority err) and exits :data:`~staticpodd.node.sandbox.EXIT_SANDBOX` (75): Restart=on-failure
         starts it again in a sandbox that binds the directory. A directory read-only from the
         start (a read-only file system, or a staticPodPath the unit does not grant) is reported
         as the problem ``manifest-dir-read-only`` instead: exiting would only loop.
         """
-        from ..sandbox import EXIT_SANDBOX, read_only_mount, under_service_manager
+        from ..node.sandbox import EXIT_SANDBOX, read_only_mount, under_service_manager
 
         if not read_only_mount(self.layout.manifest_dir):
             self.runtime_problems.pop("read-only", None)

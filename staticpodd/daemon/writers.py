@@ -3,7 +3,7 @@
 :class:`WriterHolds`, one part of the daemon, keeps the live files' stats as they were before
 the last scan (:attr:`~WriterHolds.scan_stats`), says why an action on one file must wait
 (:meth:`~WriterHolds.hold_reason`: changed since the scan, open for writing in /proc, or changed
-and not yet closed per inotify), with the stall bound (:data:`staticpodd.watch.WRITE_STALL`)
+and not yet closed per inotify), with the stall bound (:data:`staticpodd.node.watch.WRITE_STALL`)
 after which a hung writer no longer holds it back, and which files are held now
 (:attr:`~WriterHolds.held`).
 """
@@ -14,15 +14,15 @@ import os
 import time
 
 from ..journal import NOTICE, WARNING, Event
-from ..watch import WRITE_STALL, Writer, open_writers
-from ..writelease import open_for_writing
+from ..node.watch import WRITE_STALL, Writer, open_writers
+from ..node.writelease import open_for_writing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..layout import Layout
-    from ..watch import Hints
+    from ..node.watch import Hints
 
 
 class WriterHolds:
@@ -97,15 +97,15 @@ class WriterHolds:
         the scan, so the bytes judged are not the bytes on disk (someone is writing; the new
         event or the re-check brings it back). ``("writer", writers)``: a slow, non-atomic write
         is in progress: a process still holds it open for writing (``writers``, from
-        :func:`staticpodd.watch.open_writers`; that ``/proc`` scan runs only when the kernel does
-        not say that nobody has the file open for writing, :func:`staticpodd.writelease.
+        :func:`staticpodd.node.watch.open_writers`; that ``/proc`` scan runs only when the kernel does
+        not say that nobody has the file open for writing, :func:`staticpodd.node.writelease.
         open_for_writing`), or inotify saw it change and not yet closed
-        (:class:`staticpodd.watch.OpenWrites`; ``writers`` is then empty: without CAP_SYS_PTRACE
+        (:class:`staticpodd.node.watch.OpenWrites`; ``writers`` is then empty: without CAP_SYS_PTRACE
         /proc does not show other processes' descriptors; not when the kernel says nobody has it
         open for writing: the close event is only late). Renaming a version over it then would
         leave the writer writing into an unlinked inode, and its complete bytes would never reach
         the disk nor the history. A writer that has not changed the file for
-        :data:`staticpodd.watch.WRITE_STALL` seconds is taken as stalled (logged once): the
+        :data:`staticpodd.node.watch.WRITE_STALL` seconds is taken as stalled (logged once): the
         ``verb`` goes ahead, so a hung writer never blocks the policy forever.
         """
         path = self._layout().manifest_dir / file_name

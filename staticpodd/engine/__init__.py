@@ -1,7 +1,7 @@
 """The verbs: apply, edit, park, unpark, rollback, status, history, show, diff, scan, recover.
 
-The engine decides; :mod:`staticpodd.fsops` is the only writer; the store records. Every verb
-that changes something runs under the one flock (:mod:`staticpodd.lock`), first finishes or
+The engine decides; :mod:`staticpodd.node.fsops` is the only writer; the store records. Every verb
+that changes something runs under the one flock (:mod:`staticpodd.node.lock`), first finishes or
 undoes interrupted operations (:meth:`Engine.recover`), then records drift (live bytes that
 differ from what was last recorded, written by someone else) before it changes anything, so
 nothing anyone wrote is ever lost.

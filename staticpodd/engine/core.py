@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import fsops
 from ..errors import Conflict, FsError, StaticpodError, StoreError, UnknownComponent, UsageError
 from ..journal import INFO, Event, Journal
 from ..layout import MANIFEST_SUFFIXES, Layout, component_of
-from ..lock import DEFAULT_TIMEOUT, FileLock, default_notify
-from ..store import Observed, VersionStore
+from ..node import fsops
+from ..node.lock import DEFAULT_TIMEOUT, FileLock, default_notify
+from ..store.versions import Observed, VersionStore
 from ..termsafe import note_names, printable_name
 from .fsfacts import _entry_is_file, is_utf8_name
 from .model import Actor, OpWarning, Target, _q
@@ -429,11 +429,11 @@ class EngineCore:
 
     def hooks(self, phase: str, verb: str, *, component: str, file_name: str, reason: str | None,
                version: int | None = None, digest: str | None = None) -> bool:
-        """Run ``<hooks>/<phase>-<verb>.d`` (staticpodd.hooks). Returns whether any hook ran: a
+        """Run ``<hooks>/<phase>-<verb>.d`` (staticpodd.engine.hooks). Returns whether any hook ran: a
         pre-hook is a wait, after which what was judged before it is judged again."""
         if not (self.layout.hooks_dir / f"{phase}-{verb}.d").is_dir():
             return False
-        from ..hooks import hook_env, run_hooks
+        from .hooks import hook_env, run_hooks
 
         env = hook_env(self.layout, component=component, file_name=file_name, version=version, digest=digest,
                        actor=str(self.actor), reason=reason)

@@ -65,7 +65,7 @@ def _regular_files(directory: Path) -> set[str]:
 
 def _is_tool_tempfile(file_name: str) -> bool:
     """Whether ``file_name`` has a config-management or sed temp file's shape (cmpatterns)."""
-    from ..cmpatterns import identify
+    from ..manifest.cmpatterns import identify
 
     left = identify(file_name)
     return left is not None and left.pattern.kind == "tempfile"
@@ -94,12 +94,12 @@ def pid_alive(pid: int) -> bool:
 
 
 def refused_link(st: Any) -> str | None:
-    """Why the symlink whose target's bytes are ``st`` (a :class:`staticpodd.fsops.FileState`) is
-    not a pod manifest (the kubelet's refusal, :func:`staticpodd.refused.kubelet_refuses`), or
+    """Why the symlink whose target's bytes are ``st`` (a :class:`staticpodd.node.fsops.FileState`) is
+    not a pod manifest (the kubelet's refusal, :func:`staticpodd.validate.refused.kubelet_refuses`), or
     None when ``st`` is not a symlink or its target is a manifest. Such a link's bytes are never
     recorded (``/etc/shadow``, a kubeconfig with its key): the scan skips it, ``status`` names it."""
     if not st.is_symlink:
         return None
-    from ..refused import kubelet_refuses
+    from ..validate.refused import kubelet_refuses
 
     return kubelet_refuses(st.data)

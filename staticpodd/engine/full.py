@@ -38,11 +38,11 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from .. import fsops
     from ..errors import StaticpodError
     from ..journal import Event, Journal
     from ..layout import Layout
-    from ..store import Version
+    from ..node import fsops
+    from ..store.versions import Version
     from .model import Actor, Change, Result
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import Conflict, InvalidManifest
 from ..journal import WARNING, Event
 from ..layout import component_of
-from ..store import digest_of
+from ..store.versions import digest_of
 from ..termsafe import printable_name
 from .fsfacts import _sig_text, _stat_sig
 from .known import known_digest, note_not_named, surely_not_named
@@ -133,7 +133,7 @@ class Gatekeeper:
     def cache_passed(self, digest: str, manifest: Any) -> None:
         """Cache that bytes ``digest`` pass the gate and define pod ``manifest`` (namespace, name),
         in one transaction. Both rows are caches (lost, they are computed again), so the commit
-        is not synced on its own (:meth:`staticpodd.store.VersionStore.relaxed`): an intent
+        is not synced on its own (:meth:`staticpodd.store.versions.VersionStore.relaxed`): an intent
         committed before the rename that follows, or the next checkpoint, makes it durable."""
         from ..resources import validator_id
 
@@ -158,7 +158,7 @@ class Gatekeeper:
         *warnings* look at paths on the host (they never decide whether bytes pass); one read
         back from the store carries no warnings.
         """
-        from ..decoded import Manifest
+        from ..manifest.decoded import Manifest
         from ..validate import gate
 
         options = self.validate_options()
@@ -233,7 +233,7 @@ class Gatekeeper:
         if cached is not None:
             ns, name = cached
             return (ns, name) if ns is not None and name is not None else None
-        from ..decoding import pod_identity
+        from ..manifest.decoding import pod_identity
 
         ident = pod_identity(data)
         if self.core.lock_held:

@@ -4,7 +4,7 @@
 (:func:`staticpodd.validate.directory._port_conflicts`): the kubelet admits one and rejects the
 other (docs/kubelet-contract.md "What the kubelet refuses": "Host ports already taken fail admission too").
 :class:`Ports` refuses such bytes before ``apply``, ``edit``, ``rollback`` or ``unpark`` put
-them live, by the same rule (:func:`staticpodd.hostclaims.claims_clash`).
+them live, by the same rule (:func:`staticpodd.manifest.hostclaims.claims_clash`).
 
 Cost: each live file's claims are a fact about its bytes, memoised in the store by
 digest (``facts``, kind :func:`ports_kind`), and found for every live file with one
@@ -20,8 +20,8 @@ import json
 from collections.abc import Iterable
 
 from ..errors import Conflict
-from ..hostclaims import admission_clash, clashes_with
-from ..store import digest_of
+from ..manifest.hostclaims import admission_clash, clashes_with
+from ..store.versions import digest_of
 from .known import known_digest
 from .model import _q
 
@@ -147,7 +147,7 @@ class Ports:
         field (``path``/``line`` locate it in ``source``), the other file and its pod; its
         ``details`` carry them too. No ``--force``: the kubelet would reject one of the two pods
         at admission whatever staticpodd is told. Source: docs/kubelet-contract.md "What the kubelet refuses"
-        (host ports); the rule is :func:`staticpodd.hostclaims.claims_clash`, the one
+        (host ports); the rule is :func:`staticpodd.manifest.hostclaims.claims_clash`, the one
         ``validate DIR``'s ``host-port-conflict`` uses. ``doc``: ``data`` decoded (the gate's), if
         at hand."""
         mine = self.port_claims(data, doc)
@@ -198,10 +198,10 @@ class Ports:
 
 def _where(data: bytes, field: str) -> tuple[int | None, int | None]:
     """(line, column) of ``field`` in ``data`` (the ``Finding`` machinery's
-    :func:`staticpodd.positions.locate`), (None, None) when it cannot be told."""
-    from ..decoded import KUBELET_MAX_BYTES, DecodeProblem
-    from ..decoding import decode
-    from ..positions import locate
+    :func:`staticpodd.manifest.positions.locate`), (None, None) when it cannot be told."""
+    from ..manifest.decoded import KUBELET_MAX_BYTES, DecodeProblem
+    from ..manifest.decoding import decode
+    from ..manifest.positions import locate
 
     try:
         return locate(decode(data, max_bytes=KUBELET_MAX_BYTES).positions, field)

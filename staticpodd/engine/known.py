@@ -80,6 +80,6 @@ def note_not_named(engine: EngineCore, data: bytes, name: str) -> None:
     define no pod named ``name``. Written only under the lock, as every cache of the checks."""
     if not engine.layout.db_path.exists() or not engine.lock_held or engine.store.readonly:
         return
-    from ..store import digest_of
+    from ..store.versions import digest_of
 
     engine.store.set_fact(digest_of(data), _no_pod_named_kind(name), False)

@@ -14,7 +14,7 @@ import re
 
 from ..errors import UsageError
 from ..record import FrozenRecord, Record
-from ..store import ParkRecord, Version
+from ..store.versions import ParkRecord, Version
 from ..termsafe import shell_word
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -95,7 +95,7 @@ class OpWarning(Record):
 
     @classmethod
     def of(cls, r: Any, phase: str, verb: str) -> OpWarning:
-        """From a :class:`staticpodd.hooks.HookResult`."""
+        """From a :class:`staticpodd.engine.hooks.HookResult`."""
         detail = {"failed": f"exited with status {r.returncode}", "signaled": f"was killed by signal {r.signal}",
                   "timeout": "timed out and was killed", "refused": f"was not run: {r.reason}"}[r.status]
         tail = f": {r.stderr_tail[-1]}" if getattr(r, "stderr_tail", None) else ""

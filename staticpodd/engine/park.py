@@ -14,11 +14,11 @@ import os
 import time
 from pathlib import Path
 
-from .. import fsops
 from ..errors import AlreadyParked, Conflict, FsError, InvalidManifest, LiveFileExists, NotParked, UsageError
 from ..journal import NOTICE, Event
 from ..layout import component_of
-from ..store import digest_of, iso
+from ..node import fsops
+from ..store.versions import digest_of, iso
 from .model import OpWarning, Result, Target, _human_duration, _q
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -394,7 +394,7 @@ class Parker:
             raise Conflict(f"the parked copy of {fn} was moved or removed meanwhile (not by staticpodd); "
                            "nothing was changed", path=str(self.core.path("parked", fn)),
                            hint=f"see where it went: staticpodctl status; then unpark {_q(comp)} again")
-        from ..trust import owner_mode_problem, untrusted
+        from ..node.trust import owner_mode_problem, untrusted
 
         bad = owner_mode_problem(pst.uid, pst.mode)
         if bad:  # another user could have swapped it for a pod of theirs: never put it live

@@ -10,7 +10,7 @@ import stat
 
 from ..errors import FsError, UnknownComponent
 from ..layout import component_of
-from ..store import Version, digest_of
+from ..store.versions import Version, digest_of
 from ..termsafe import printable_name
 from .fsfacts import _is_tool_tempfile, _sig_text, _stat_sig, pid_alive, refused_link
 from .model import split_at, unified_diff

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..journal import Journal
     from ..layout import Layout
-    from ..store import Version, VersionStore
+    from ..store.versions import Version, VersionStore
     from .model import Actor, OpWarning, Target
 
 

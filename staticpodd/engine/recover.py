@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import fsops
 from ..errors import StoreError
 from ..journal import NOTICE, Event
-from ..store import Observed, ParkRecord, Version, digest_of
+from ..node import fsops
+from ..store.versions import Observed, ParkRecord, Version, digest_of
 from .model import EXTERNAL
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up

@@ -15,10 +15,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import fsops
 from ..errors import ChangedMeanwhile, FsError, StaticpodError, UnknownComponent
 from ..journal import INFO, WARNING, Event
-from ..store import Observed, digest_of
+from ..node import fsops
+from ..store.versions import Observed, digest_of
 from ..termsafe import printable_name
 from .fsfacts import _RACY_NS, _sig_text, _stat_sig, refused_link, wanted_all
 from .known import remember_read

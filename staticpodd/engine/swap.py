@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import re
 
-from .. import fsops
 from ..errors import Conflict, FsError, LiveFileExists, StaticpodError, StoreError, UnknownComponent, UsageError
 from ..journal import NOTICE, Event
 from ..layout import MANIFEST_SUFFIXES, component_of
+from ..node import fsops
 from ..record import FrozenRecord, Record
-from ..store import Version, digest_of
+from ..store.versions import Version, digest_of
 from ..termsafe import printable_name
 from .fsfacts import is_utf8_name
 from .model import EXTERNAL, OpWarning, Result, Target, _q, unified_diff
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Final
 
-    from ..store import ParkRecord
+    from ..store.versions import ParkRecord
     from .core import EngineCore, Guard
     from .gate import Gatekeeper
     from .hostports import Ports

@@ -95,7 +95,7 @@ def _trusted(path: str) -> bool:
         return False
     import stat
 
-    from ..trust import problem_of
+    from ..node.trust import problem_of
 
     return stat.S_ISREG(st.st_mode) and problem_of(st) is None
 
@@ -139,7 +139,7 @@ def _trusted_dir(path: str) -> bool:
         return False
     import stat
 
-    from ..trust import problem_of
+    from ..node.trust import problem_of
 
     return stat.S_ISDIR(st.st_mode) and problem_of(st) is None
 

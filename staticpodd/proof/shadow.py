@@ -34,7 +34,7 @@ def pod_key(doc: Any) -> tuple[str, str] | None:
 def _load_first_document(path: Path) -> Any:
     import yaml
 
-    from ..yamlsafe import FastLoader as loader
+    from ..manifest.yamlsafe import FastLoader as loader
 
     try:
         if path.stat().st_size >= MAX_CONFIG_LENGTH:

@@ -112,7 +112,7 @@ def kubelet_kubeconfig(root: Any) -> str | None:
         return None
     import stat as _stat
 
-    from ..trust import problem_of
+    from ..node.trust import problem_of
 
     if not _stat.S_ISREG(st.st_mode) or problem_of(st) is not None:
         return None
@@ -123,12 +123,12 @@ def _decode(data: bytes | None) -> dict[str, Any] | None:
     if data is None:
         return None
     try:
-        from ..decoding import decode
+        from ..manifest.decoding import decode
 
         doc = decode(data).doc
     except Exception:  # noqa: BLE001 - any undecodable bytes: no document
         try:
-            from ..yamlsafe import safe_load
+            from ..manifest.yamlsafe import safe_load
 
             doc = safe_load(data)
         except Exception:  # noqa: BLE001

@@ -6,7 +6,7 @@ schemas load once per process, lazily, on the first validation that needs them.
 
 Layers (each rule cites its source in its docstring):
 
-1. reading like the kubelet -- :func:`staticpodd.decoding.decode`
+1. reading like the kubelet -- :func:`staticpodd.manifest.decoding.decode`
 2. kind and identity -- :mod:`staticpodd.validate.identity`
 3. schema (core/v1 Pod per Kubernetes minor) -- :mod:`staticpodd.validate.schema`
 4. what the kubelet refuses from static pods, and ValidatePodCreate -- :mod:`.podrules`
@@ -26,9 +26,9 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from staticpodd.decoded import DecodeProblem, Manifest
-from staticpodd.decoding import decode
 from staticpodd.errors import InvalidManifest
+from staticpodd.manifest.decoded import DecodeProblem, Manifest
+from staticpodd.manifest.decoding import decode
 from staticpodd.resources import DEFAULT_VERSION, SUPPORTED_VERSIONS, parse_version
 from staticpodd.validate.context import Context, Options
 from staticpodd.validate.findings import KUBELET_ACCEPTS, KUBELET_FAILS_ADMISSION, KUBELET_REFUSES, Finding
@@ -87,7 +87,7 @@ def _validate(data: bytes, path: str, options: Options) -> tuple[Any, dict, list
     except DecodeProblem as problem:
         found = [problem_finding(problem, path)]
         if problem.code != "too-large" and len(data) > options.max_bytes:
-            from staticpodd.decoded import too_large
+            from staticpodd.manifest.decoded import too_large
 
             found.insert(0, problem_finding(too_large(len(data), options.max_bytes), path))
         return None, {}, found

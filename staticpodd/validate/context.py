@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from staticpodd.decoded import DEFAULT_MAX_BYTES
+from staticpodd.manifest.decoded import DEFAULT_MAX_BYTES
 from staticpodd.resources import DEFAULT_VERSION
 from staticpodd.validate.findings import Finding, make
 

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from staticpodd.hostclaims import admission_clash, claims_clash
+from staticpodd.manifest.hostclaims import admission_clash, claims_clash
 from staticpodd.validate.context import Options
 from staticpodd.validate.findings import Finding, make
 from staticpodd.validate.podfacts import FileMemo, PodFacts, is_pod_doc, pod_facts
@@ -44,7 +44,7 @@ def stray_reason(name: str) -> str | None:
     temp files (``.tmp1234``), and scripts or documents (any other extension).
     Source: docs/kubelet-contract.md "Which files are pods" (no extension filter).
     """
-    from staticpodd.cmpatterns import identify
+    from staticpodd.manifest.cmpatterns import identify
 
     left = identify(name)
     if left is not None and left.pattern.kubelet_reads:
@@ -63,8 +63,8 @@ def stray_reason(name: str) -> str | None:
 
 def _stray_hint(name: str) -> str:
     """What to do about a stray: the tool-specific fix for a known config-management leftover
-    (Ansible ``backup: yes``, Puppet's non-dot temp files; :mod:`staticpodd.cmpatterns`)."""
-    from staticpodd.cmpatterns import identify
+    (Ansible ``backup: yes``, Puppet's non-dot temp files; :mod:`staticpodd.manifest.cmpatterns`)."""
+    from staticpodd.manifest.cmpatterns import identify
 
     left = identify(name)
     hint = "move it out of the directory or give it a dot-name"
@@ -99,7 +99,7 @@ def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, 
     stat'ed first, and opened without blocking and fstat'ed again in case it was swapped in
     meanwhile. The kubelet reads regular files only and skips any other entry
     (pkg/kubelet/config/file.go; docs/kubelet-contract.md "Which files are pods")."""
-    from staticpodd.fsops import open_for_reading
+    from staticpodd.node.fsops import open_for_reading
 
     not_regular = [Finding("not-regular-file", "error", display, None, None, None,
                            "not a regular file (a FIFO, socket or device): the kubelet reads regular files only "
@@ -113,7 +113,7 @@ def _read_bytes(p: Path, display: str, options: Options) -> tuple[bytes | None, 
             raise IsADirectoryError(21, "Is a directory", str(p))
         if not stat.S_ISREG(st.st_mode):
             return None, not_regular
-        from staticpodd.decoded import KUBELET_MAX_BYTES
+        from staticpodd.manifest.decoded import KUBELET_MAX_BYTES
 
         if st.st_size > KUBELET_MAX_BYTES:
             # over the kubelet's own limit: refused by size without reading it all; the message
@@ -174,8 +174,8 @@ def judge_all(data: bytes, display: str, options: Options, validate: ValidateFn
 
 
 def _too_large_finding(size: int, display: str, options: Options) -> Finding:
-    """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.decoded.too_large`)."""
-    from staticpodd.decoded import too_large
+    """The ``too-large`` finding for a file of ``size`` bytes (see :func:`staticpodd.manifest.decoded.too_large`)."""
+    from staticpodd.manifest.decoded import too_large
 
     problem = too_large(size, options.max_bytes)
     return Finding(problem.code, "error", display, None, None, None, problem.message, problem.hint, problem.kubelet)
@@ -401,7 +401,7 @@ def _port_conflicts(pods: dict) -> list[Finding]:
     port is one a control-plane flag names (not declared, so admission does not see it), both
     are admitted and the second fails to bind (``host-port-bind-conflict``).
 
-    Which claims clash is :func:`staticpodd.hostclaims.claims_clash` (the engine's
+    Which claims clash is :func:`staticpodd.manifest.hostclaims.claims_clash` (the engine's
     refusal of new bytes uses it too). Of files that define one pod (same namespace/name) only
     the lexically last counts: the kubelet runs it and ignores the others (docs/kubelet-contract.md "Duplicate
     names across files"; :func:`_duplicates` reports them as ``duplicate-pod``). A pod the kubelet

@@ -8,7 +8,7 @@ for a whole file is :func:`staticpodd.validate.verdict.verdict`.
 
 from __future__ import annotations
 
-from staticpodd.positions import locate
+from staticpodd.manifest.positions import locate
 
 from ..record import FrozenRecord
 

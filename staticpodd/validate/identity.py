@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-from staticpodd.decoded import DEFAULT_MAX_BYTES, DecodeProblem, Manifest
 from staticpodd.errors import InvalidManifest
-from staticpodd.positions import locate
+from staticpodd.manifest.decoded import DEFAULT_MAX_BYTES, DecodeProblem, Manifest
+from staticpodd.manifest.positions import locate
 from staticpodd.validate.findings import Finding, make
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -299,7 +299,7 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
 
 
 def problem_finding(problem: DecodeProblem, path: str) -> Finding:
-    """The error :class:`Finding` for a :class:`~staticpodd.decoded.DecodeProblem` in ``path``."""
+    """The error :class:`Finding` for a :class:`~staticpodd.manifest.decoded.DecodeProblem` in ``path``."""
     return Finding(
         code=problem.code,
         severity="error",
@@ -316,13 +316,13 @@ def problem_finding(problem: DecodeProblem, path: str) -> Finding:
 def parse_manifest(data: bytes, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Manifest:
     """Parse ``data`` (the bytes of the file at ``path``) into a :class:`Manifest`.
 
-    Reads like the kubelet (:func:`staticpodd.decoding.decode`) and checks it is one ``apiVersion: v1``,
+    Reads like the kubelet (:func:`staticpodd.manifest.decoding.decode`) and checks it is one ``apiVersion: v1``,
     ``kind: Pod`` with a ``metadata.name``; staticpodd's strictness (:attr:`Decoded.notes`:
     duplicate keys, later documents, size) is refused too. ``path`` is only used in messages.
     Raises :class:`staticpodd.errors.InvalidManifest` whose ``findings`` hold the reasons,
     with ``path``/``line``/``column``/``field`` of the first.
     """
-    from staticpodd.decoding import decode
+    from staticpodd.manifest.decoding import decode
 
     try:
         decoded = decode(data, max_bytes=max_bytes)

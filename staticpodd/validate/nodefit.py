@@ -84,8 +84,8 @@ def kubelet_reservations(config_text: bytes) -> dict[str, int | str]:
     signal: the kubelet then has no memory threshold unless mergeDefaultEvictionSettings).
     Raises ValueError naming the field when a value is not a quantity or the file is not a mapping.
     """
-    from staticpodd.decoded import DecodeProblem
-    from staticpodd.decoding import decode
+    from staticpodd.manifest.decoded import DecodeProblem
+    from staticpodd.manifest.decoding import decode
 
     try:
         doc = decode(config_text, max_bytes=1 << 20).doc

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from staticpodd.positions import locate
+from staticpodd.manifest.positions import locate
 from staticpodd.record import FrozenRecord
 from staticpodd.validate.context import Options, as_dict, as_list
 from staticpodd.validate.findings import Finding
@@ -133,8 +133,8 @@ def port_claims(data: bytes) -> tuple[tuple[str, str], list[tuple[str, int, str,
     (up to its 10 MiB), None when it is no pod (:func:`is_pod_doc`) or does not decode. Decoding
     only, no validation: what the engine caches for each live file (by digest) to refuse new
     bytes that claim a host port another live pod holds. Never raises for bad input."""
-    from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
-    from staticpodd.decoding import decode
+    from staticpodd.manifest.decoded import KUBELET_MAX_BYTES, DecodeProblem
+    from staticpodd.manifest.decoding import decode
 
     try:
         doc = decode(data, max_bytes=KUBELET_MAX_BYTES).doc

@@ -24,7 +24,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from staticpodd.positions import join_path
+from staticpodd.manifest.positions import join_path
 from staticpodd.resources import DEFAULT_VERSION
 from staticpodd.validate.context import Context
 

@@ -191,7 +191,7 @@ def test_a_sed_temp_file_renamed_into_place_is_not_left_as_a_removed_component(k
     strace, cmpatterns.SED_TEMPFILE). Made slow here so the daemon sees the temp file exist."""
     from spd_testlib import journal_entries
 
-    from staticpodd.cmpatterns import identify
+    from staticpodd.manifest.cmpatterns import identify
 
     assert identify("seddwNQmZ") is not None and identify("seddwNQmZ").pattern.tool == "sed"
     root = kubeadm.root

@@ -51,7 +51,7 @@ def test_a_symlink_to_a_secret_file_is_named_but_its_bytes_are_never_recorded(sa
     doctor = json.loads(ctl("doctor", "--json").out)
     assert "symlink-not-recorded" in {p["code"] for p in doctor["problems"]}
     from staticpodd.layout import Layout
-    from staticpodd.store import VersionStore
+    from staticpodd.store.versions import VersionStore
 
     store = VersionStore(Layout.build(sandbox.root).db_path)  # blobs are compressed: ask the store
     try:

@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from staticpodd.store import VersionStore, digest_of  # noqa: E402
+from staticpodd.store.versions import VersionStore, digest_of  # noqa: E402
 
 KUBEADM = {
     "kube-apiserver.yaml": "01-zetaoss-kubeadm-kube-apiserver.yaml",

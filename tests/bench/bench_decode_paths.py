@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=200)
     args = ap.parse_args(argv)
-    from staticpodd.decoded import KUBELET_MAX_BYTES
-    from staticpodd.decoding import decode
+    from staticpodd.manifest.decoded import KUBELET_MAX_BYTES
+    from staticpodd.manifest.decoding import decode
 
     pod = {
         "apiVersion": "v1",

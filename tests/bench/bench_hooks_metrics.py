@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from staticpodd.hooks import hook_env, run_hooks
+from staticpodd.daemon.metrics import ComponentMetrics, MetricsSnapshot, render, write_textfile
+from staticpodd.engine.hooks import hook_env, run_hooks
 from staticpodd.layout import Layout
-from staticpodd.metrics import ComponentMetrics, MetricsSnapshot, render, write_textfile
 
 
 def best(fn, repeat: int = 7, number: int = 20) -> float:

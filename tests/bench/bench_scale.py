@@ -61,7 +61,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from staticpodd.store import VersionStore, digest_of  # noqa: E402
+from staticpodd.store.versions import VersionStore, digest_of  # noqa: E402
 
 SCHEDULER = (
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: kube-system\n"
@@ -315,7 +315,7 @@ OLD_STORES = (("bc6b9da^", 2), ("6ecb680", 3))
 def upgrade_figures(tmp: Path, versions: int, ref: str, schema: int) -> str:
     """Build a schema-``schema`` store with the code of commit ``ref`` (``git archive``), then open
     it with this tree's VersionStore (the upgrade). Returns a printed line."""
-    from staticpodd.store import SCHEMA_VERSION
+    from staticpodd.store.versions import SCHEMA_VERSION
 
     old = tmp / f"code-{schema}"
     old.mkdir()

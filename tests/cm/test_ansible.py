@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from staticpodd.cmpatterns import ANSIBLE_BACKUP, identify
+from staticpodd.manifest.cmpatterns import ANSIBLE_BACKUP, identify
 
 APPLY = "apply kube-scheduler"
 SHOW_DIFF = "what staticpodctl would change"

@@ -1,4 +1,4 @@
-"""File-name patterns of config-management leftovers (staticpodd.cmpatterns), by name only.
+"""File-name patterns of config-management leftovers (staticpodd.manifest.cmpatterns), by name only.
 
 The names produced by the real tools are checked in test_ansible.py / test_puppet.py; here the
 documented examples and near misses are checked, and the validator is asked to agree.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from staticpodd.cmpatterns import (
+from staticpodd.manifest.cmpatterns import (
     ANSIBLE_BACKUP,
     ANSIBLE_TMP,
     CHEF_TEMPFILE,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from staticpodd.cmpatterns import PUPPET_BACKUP, PUPPET_TEMPFILE, identify
+from staticpodd.manifest.cmpatterns import PUPPET_BACKUP, PUPPET_TEMPFILE, identify
 
 HERE = Path(__file__).resolve().parent
 PUPPET = shutil.which("puppet")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from staticpodd.cmpatterns import SALT_TEMPFILE, identify
+from staticpodd.manifest.cmpatterns import SALT_TEMPFILE, identify
 
 HERE = Path(__file__).resolve().parent
 SALT_CALL = os.environ.get("STATICPODD_SALT_CALL") or shutil.which("salt-call")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import staticpodd.decoding
+import staticpodd.manifest.decoding
 import staticpodd.validate
 
 
@@ -25,13 +25,13 @@ def big_pod(size: int, *, name: str = "big", extra: str = "") -> bytes:
 def decoded_sizes(monkeypatch):
     """The size of every input decoded (every module that decodes goes through one of these)."""
     sizes: list[int] = []
-    real = staticpodd.decoding.decode
+    real = staticpodd.manifest.decoding.decode
 
     def counting(data, *a, **kw):
         sizes.append(len(data))
         return real(data, *a, **kw)
 
-    for module in (staticpodd.decoding, staticpodd.validate):
+    for module in (staticpodd.manifest.decoding, staticpodd.validate):
         monkeypatch.setattr(module, "decode", counting)
     return sizes
 
@@ -66,7 +66,7 @@ def big_reads(monkeypatch):
     """How many times each verb reads big.yaml (fsops.read_state: the scan and the checks)."""
     import os
 
-    from staticpodd import fsops
+    from staticpodd.node import fsops
 
     seen: list[str] = []
     real = fsops.read_state

@@ -29,10 +29,10 @@ def test_a_removed_stray_leaves_the_strays_metric_and_status_offers_no_rollback_
     """kube-scheduler.yaml.bak adopted, then removed by hand: the removal is the fix, so the
     staticpodd_strays alert stops firing and status does not offer to put the leftover back
     (rollback would make the kubelet read it, and run the pod from it, again)."""
+    from staticpodd.daemon.metrics import snapshot_from_status
     from staticpodd.engine import Actor, Engine
     from staticpodd.journal import Journal
     from staticpodd.layout import Layout
-    from staticpodd.metrics import snapshot_from_status
 
     sandbox.write("kube-scheduler.yaml", small_pod("kube-scheduler"))
     sandbox.write("kube-scheduler.yaml.bak", small_pod("kube-scheduler"))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from staticpodd import fsops
 from staticpodd.errors import FsError, LiveFileExists
 from staticpodd.layout import Layout
+from staticpodd.node import fsops
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from staticpodd.errors import StoreError, UnknownVersion
 from staticpodd.layout import Layout, component_of, read_static_pod_path
-from staticpodd.store import ParkRecord, VersionStore, digest_of
+from staticpodd.store.versions import ParkRecord, VersionStore, digest_of
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ import time
 import pytest
 from spd_testlib import small_pod, wait_out_racy_window
 
-from staticpodd import store as store_mod
 from staticpodd.engine import Actor, Engine
 from staticpodd.errors import Conflict
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
+from staticpodd.store import versions as store_mod
 
 
 @pytest.fixture

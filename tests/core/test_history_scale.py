@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from staticpodd.store import VersionStore
+from staticpodd.store.versions import VersionStore
 
 
 def _many(sandbox, n: int) -> None:
@@ -44,7 +44,7 @@ def test_text_history_does_not_deep_copy_rows(sandbox, ctl, monkeypatch) -> None
     calls = []
     real = dataclasses.asdict
     monkeypatch.setattr(dataclasses, "asdict", lambda *a, **k: calls.append(1) or real(*a, **k))
-    import staticpodd.store as st
+    import staticpodd.store.versions as st
 
     monkeypatch.setattr(st, "asdict", dataclasses.asdict, raising=False)
     assert ctl("history", "web").rc == 0

@@ -14,7 +14,7 @@ from spd_testlib import journal_entries, small_pod
 from staticpodd.engine import Actor, Engine
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
-from staticpodd.store import digest_of
+from staticpodd.store.versions import digest_of
 
 SCHED = "kube-scheduler.yaml"
 NOTES = b"notes: drill running, unpark after 06:00\n"

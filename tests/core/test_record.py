@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from staticpodd.config import Config, HooksConfig
-from staticpodd.decoded import Manifest
 from staticpodd.engine.model import Result
-from staticpodd.store import Version
+from staticpodd.manifest.decoded import Manifest
+from staticpodd.store.versions import Version
 from staticpodd.validate.findings import Finding
 
 

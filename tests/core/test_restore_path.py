@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 from spd_testlib import small_pod
 
-from staticpodd import fsops
 from staticpodd.engine import Actor, Engine
 from staticpodd.errors import ChangedMeanwhile, Conflict, UsageError
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
-from staticpodd.store import VersionStore
+from staticpodd.node import fsops
+from staticpodd.store.versions import VersionStore
 
 GOOD = small_pod("web").encode()
 BAD = b"apiVersion: v1\nkind: Pod\n"  # no metadata.name: the kubelet refuses it

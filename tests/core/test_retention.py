@@ -1,4 +1,4 @@
-"""Retention: ``staticpodctl prune`` and :mod:`staticpodd.retention` keep the newest N
+"""Retention: ``staticpodctl prune`` and :mod:`staticpodd.store.retention` keep the newest N
 versions and everything younger than D per component, and never prune the current version, a
 parked copy's version, the last valid version, or a version a running intent needs. The clock is
 ours: versions are recorded with chosen ``created_at`` times and prune is given ``now``."""
@@ -14,8 +14,8 @@ from spd_testlib import journal_entries, small_pod
 from staticpodd.engine import Actor, Engine
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
-from staticpodd.retention import Policy, plan, prune
-from staticpodd.store import digest_of
+from staticpodd.store.retention import Policy, plan, prune
+from staticpodd.store.versions import digest_of
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -206,8 +206,8 @@ def test_a_removed_stray_leaves_status_after_the_window_and_is_journalled(sandbo
 
 def test_pruning_never_makes_an_alerting_counter_go_down(sandbox) -> None:
     """The ``_total`` metrics count store rows; Prometheus reads a decrease as a
-    counter reset, so the rows a prune deletes are carried over (staticpodd.tallies)."""
-    from staticpodd.metrics import store_counters
+    counter reset, so the rows a prune deletes are carried over (staticpodd.store.tallies)."""
+    from staticpodd.daemon.metrics import store_counters
 
     sandbox.write("web.yaml", _pod("web", 9))
     eng = _engine(sandbox.root)

@@ -11,10 +11,10 @@ import time
 import pytest
 from spd_testlib import small_pod, wait_out_racy_window
 
-from staticpodd import fsops
 from staticpodd.engine import Actor, Engine
 from staticpodd.journal import Journal
 from staticpodd.layout import Layout
+from staticpodd.node import fsops
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import os
 
 from spd_testlib import wait_out_racy_window
 
-from staticpodd import fsops
+from staticpodd.node import fsops
 
 
 def _settle(kubeadm, ctl, tmp_path, monkeypatch) -> None:

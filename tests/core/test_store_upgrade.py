@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from staticpodd import blobcodec
-from staticpodd.store import SCHEMA_VERSION, VersionStore
+from staticpodd.store import blobcodec
+from staticpodd.store.versions import SCHEMA_VERSION, VersionStore
 
 FIXTURE = Path(__file__).parent / "fixtures/store-v2.sqlite3"
 
@@ -232,8 +232,8 @@ def test_a_digest_that_is_not_sha256_hex_is_kept_as_the_text_it_was(v3_store: Pa
 _CRASH_IN_UPGRADE = """
 import os, sys
 from pathlib import Path
-from staticpodd import migrations
-from staticpodd.store import VersionStore
+from staticpodd.store import migrations
+from staticpodd.store.versions import VersionStore
 
 real = migrations.to_v4
 

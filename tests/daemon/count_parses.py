@@ -34,12 +34,12 @@ def _count(module: Any, name: str, kind: str) -> None:
     setattr(module, name, wrapper)
 
 
-import staticpodd.jsondecode  # noqa: E402
+import staticpodd.manifest.jsondecode  # noqa: E402
+import staticpodd.manifest.yamldecode  # noqa: E402
 import staticpodd.validate  # noqa: E402
-import staticpodd.yamldecode  # noqa: E402
 
-_count(staticpodd.yamldecode, "_compose_first", "yaml")
-_count(staticpodd.jsondecode, "decode_json", "json")
+_count(staticpodd.manifest.yamldecode, "_compose_first", "yaml")
+_count(staticpodd.manifest.jsondecode, "decode_json", "json")
 _count(staticpodd.validate, "_validate", "validate")
 _count(staticpodd.validate, "validate_directory", "validate-directory")
 
@@ -80,7 +80,7 @@ if os.environ.get("STATICPODD_COUNT_ORDER"):  # each restore and each memory tri
     _swap.restore_last_good = _noting("restore", _swap.restore_last_good)  # type: ignore[method-assign]
 
     # modules imported between a writer's close being looked at and the restore's rename
-    import staticpodd.fsops  # noqa: E402
+    import staticpodd.node.fsops  # noqa: E402
 
     _seen_close: list[int] = []
     _loop = staticpodd.daemon.loop.LoopMixin
@@ -95,7 +95,7 @@ if os.environ.get("STATICPODD_COUNT_ORDER"):  # each restore and each memory tri
             _seen_close.clear()
 
     _loop._refused_on_close = _counted_close  # type: ignore[method-assign]
-    _replace = staticpodd.fsops.replace
+    _replace = staticpodd.node.fsops.replace
 
     @functools.wraps(_replace)
     def _counted_replace(*args: Any, **kwargs: Any) -> Any:
@@ -103,6 +103,6 @@ if os.environ.get("STATICPODD_COUNT_ORDER"):  # each restore and each memory tri
             _order.write(f"imported-before-rename {len(sys.modules) - _seen_close[0]}\n")
         return _replace(*args, **kwargs)
 
-    staticpodd.fsops.replace = _counted_replace  # type: ignore[assignment]
+    staticpodd.node.fsops.replace = _counted_replace  # type: ignore[assignment]
 
 sys.exit(main(sys.argv[1:]))

@@ -226,7 +226,7 @@ def wait_journal(
 def history(root: Path, component: str) -> list[Any]:
     """Recorded versions of a component, read straight from the SQLite store."""
     from staticpodd.layout import Layout
-    from staticpodd.store import VersionStore
+    from staticpodd.store.versions import VersionStore
 
     db = Layout.build(root).db_path
     if not db.exists():

@@ -69,17 +69,17 @@ def test_an_edit_of_a_big_pod_is_judged_outside_the_daemon(tmp_path, run_daemon)
 @pytest.fixture
 def decoded_sizes(monkeypatch):
     """The size of every input this process decodes."""
-    import staticpodd.decoding
+    import staticpodd.manifest.decoding
     import staticpodd.validate
 
     sizes: list[int] = []
-    real = staticpodd.decoding.decode
+    real = staticpodd.manifest.decoding.decode
 
     def counting(data, *a, **kw):
         sizes.append(len(data))
         return real(data, *a, **kw)
 
-    for module in (staticpodd.decoding, staticpodd.validate):
+    for module in (staticpodd.manifest.decoding, staticpodd.validate):
         monkeypatch.setattr(module, "decode", counting)
     return sizes
 

@@ -17,7 +17,7 @@ import sys
 import pytest
 from daemon_harness import REPO, head_digest, history, journal, make_root, sha, staticpodctl, wait_journal, wait_until
 
-from staticpodd.watch import Hint, Hints, Watcher
+from staticpodd.node.watch import Hint, Hints, Watcher
 
 pytestmark = pytest.mark.slow
 

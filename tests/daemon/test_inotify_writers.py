@@ -2,7 +2,7 @@
 
 Under the shipped unit (CapabilityBoundingSet without CAP_SYS_PTRACE) the kernel's ptrace access
 check hides /proc/PID/fd of every process with more capabilities than staticpodd, so the /proc
-scan (:func:`staticpodd.watch.open_writers`) finds no writer; inotify (:class:`OpenWrites`: changed,
+scan (:func:`staticpodd.node.watch.open_writers`) finds no writer; inotify (:class:`OpenWrites`: changed,
 not yet closed) must. Real parts only: real inotify through watchdog on tmp_path, real child
 processes writing, the real staticpodd subprocess started under ``setpriv`` with the unit's
 bounding set (CAP_CHOWN CAP_FOWNER CAP_DAC_READ_SEARCH), real SQLite and journald. Only systemd's
@@ -28,7 +28,7 @@ import pytest
 from daemon_harness import REPO, Daemon, head_digest, journal, make_root, sha, slow_writer, wait_journal, wait_until
 
 from staticpodd.daemon.writers import WriterHolds
-from staticpodd.watch import WRITE_STALL, Hint, Hints, OpenWrites, Watcher
+from staticpodd.node.watch import WRITE_STALL, Hint, Hints, OpenWrites, Watcher
 
 MANIFESTS = "etc/kubernetes/manifests"
 #: the bounding set of systemd/staticpodd.service
@@ -224,7 +224,7 @@ def test_the_start_up_probe_names_the_processes_the_proc_scan_cannot_see(tmp_pat
     capability bounding set; processes that come or go between the calls aside."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.fail("this test needs root and setpriv (util-linux), as in CI")
-    code = ("import json\nfrom staticpodd.watch import hidden_from_proc, open_writers\n"
+    code = ("import json\nfrom staticpodd.node.watch import hidden_from_proc, open_writers\n"
             "a = hidden_from_proc(); d = set(); open_writers('/', denied=d); c = hidden_from_proc()\n"
             "print(json.dumps([sorted(a), sorted(d), sorted(c)]))\n")
     out = subprocess.run([*SETPRIV, sys.executable, "-c", code], cwd=str(REPO), capture_output=True, text=True,

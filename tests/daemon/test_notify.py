@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from staticpodd.notify import Notifier
+from staticpodd.node.notify import Notifier
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""staticpodd.refused.kubelet_refuses: the cheap first look the daemon takes when a writer closes
+"""staticpodd.validate.refused.kubelet_refuses: the cheap first look the daemon takes when a writer closes
 a live file, against docs/kubelet-contract.md "How a file is decoded". Agreement with a real
 kubelet on the corpus and the hard cases is proven in tests/e2e/test_e2e_corpus_verdicts.py."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from staticpodd.refused import kubelet_refuses
+from staticpodd.validate.refused import kubelet_refuses
 
 POD = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: c\n    image: x\n"
 

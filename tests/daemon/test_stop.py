@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from daemon_harness import head_digest, history, journal, make_root, sha, slow_writer, wait_journal
 
-from staticpodd.watch import Hints, Watcher
+from staticpodd.node.watch import Hints, Watcher
 
 MANIFESTS = "etc/kubernetes/manifests"
 DEBOUNCE = 10.0  # the schema's maximum

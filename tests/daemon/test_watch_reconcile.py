@@ -15,6 +15,7 @@ from daemon_harness import wait_until
 
 from staticpodd.config import Config
 from staticpodd.journal import ERR, NOTICE, WARNING, Event
+from staticpodd.node.watch import DIRECTORY, Hint, Hints, Watcher, classify
 from staticpodd.reconcile import (
     finding_event,
     is_directory_finding,
@@ -24,7 +25,6 @@ from staticpodd.reconcile import (
     status_line,
 )
 from staticpodd.validate.findings import Finding
-from staticpodd.watch import DIRECTORY, Hint, Hints, Watcher, classify
 
 ROOT = "/r/etc/kubernetes/manifests"
 

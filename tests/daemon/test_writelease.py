@@ -1,4 +1,4 @@
-"""staticpodd.writelease.open_for_writing: the kernel's own answer to "is this file open for
+"""staticpodd.node.writelease.open_for_writing: the kernel's own answer to "is this file open for
 writing anywhere?", which spares the writer-hold check its /proc scan when nobody writes.
 
 Real child processes hold the file open (as tests/daemon/test_writers_and_messages.py does for
@@ -13,8 +13,8 @@ import os
 import pytest
 from daemon_harness import hold_open, release
 
-from staticpodd.watch import open_writers
-from staticpodd.writelease import open_for_writing
+from staticpodd.node.watch import open_writers
+from staticpodd.node.writelease import open_for_writing
 
 
 @pytest.mark.parametrize("mode", ["r+b", "ab", "wb"])

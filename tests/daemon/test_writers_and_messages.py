@@ -26,7 +26,7 @@ from daemon_harness import (
     wait_until,
 )
 
-from staticpodd.watch import open_writers
+from staticpodd.node.watch import open_writers
 
 MANIFESTS = "etc/kubernetes/manifests"
 

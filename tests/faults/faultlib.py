@@ -40,7 +40,7 @@ def recorded(root: Path, component: str | None = None) -> list[tuple[str, int, s
         if component is not None:
             q += " WHERE v.component = ?"
             args = (component,)
-        from staticpodd.blobcodec import decode  # blobs are stored compressed (schema 3)
+        from staticpodd.store.blobcodec import decode  # blobs are stored compressed (schema 3)
 
         return [(r[0], r[1], r[2], r[3], decode(r[5], r[4])) for r in con.execute(q + " ORDER BY v.id", args)]
     finally:

@@ -29,7 +29,7 @@ from daemon_harness import Daemon, NotifySocket, make_root, wait_until
 from faultlib import Tmpfs, assert_no_traceback, recorded, run_ctl, sha
 from spd_testlib import small_pod
 
-from staticpodd.lock import FileLock
+from staticpodd.node.lock import FileLock
 
 
 @pytest.fixture

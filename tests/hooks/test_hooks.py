@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from staticpodd.engine.hooks import HOOK_ENV_KEYS, SAFE_PATH, hook_env, run_hooks, skip_reason
 from staticpodd.errors import HookFailed
-from staticpodd.hooks import HOOK_ENV_KEYS, SAFE_PATH, hook_env, run_hooks, skip_reason
 from staticpodd.layout import Layout
 
 ENV_DUMP = 'env | grep -E "^(STATICPODD_|PATH=|LANG=|HOME=|SECRET_FROM_CALLER=)" | sort > {out}'

@@ -12,8 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from staticpodd import __version__
-from staticpodd.errors import FsError
-from staticpodd.metrics import (
+from staticpodd.daemon.metrics import (
     STATES,
     ComponentMetrics,
     MetricsSnapshot,
@@ -22,6 +21,7 @@ from staticpodd.metrics import (
     snapshot_from_status,
     write_textfile,
 )
+from staticpodd.errors import FsError
 
 NOW = 1_764_441_600.0  # 2025-11-29T18:40:00Z
 STARTED = NOW - 3600

@@ -185,7 +185,7 @@ tests:
 
 
 def test_counters_are_zero_before_anything_was_recorded(tmp_path: Path) -> None:
-    from staticpodd.metrics import COUNTERS, store_counters
+    from staticpodd.daemon.metrics import COUNTERS, store_counters
 
     got = store_counters(tmp_path / "var/lib/staticpodd/versions.sqlite3")
     assert got == {"counters": dict.fromkeys(COUNTERS, 0), "last_external_change": None, "last_restore": None}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from staticpodd.metrics import render, snapshot_from_status, write_textfile
+from staticpodd.daemon.metrics import render, snapshot_from_status, write_textfile
 
 CTL = Path(sys.executable).parent / "staticpodctl"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from daemon_harness import Daemon, NotifySocket, journal, make_root, wait_until
 
-from staticpodd.sandbox import EXIT_SANDBOX
+from staticpodd.node.sandbox import EXIT_SANDBOX
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
 

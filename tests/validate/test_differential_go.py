@@ -27,8 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from staticpodd.decoded import DecodeProblem
-from staticpodd.decoding import decode, json_prefixed
+from staticpodd.manifest.decoded import DecodeProblem
+from staticpodd.manifest.decoding import decode, json_prefixed
 
 HERE = Path(__file__).resolve().parent
 # Go modules and build cache shared with tests/e2e/build-binaries (kept outside the clone)
@@ -512,7 +512,7 @@ def test_deep_nesting_the_kubelet_reads_is_never_called_a_kubelet_refusal(y2j):
     # Seen with y2j: go-yaml v2 and encoding/json read nesting up to 10000 levels (flow 9999 runs,
     # 10000 is refused); libyaml stops at 1000, and our decoder called that a kubelet refusal, so
     # the daemon's on_invalid: restore would have put old bytes over a file the kubelet runs.
-    from staticpodd.refused import kubelet_refuses
+    from staticpodd.validate.refused import kubelet_refuses
 
     cases = {f"flow-{n}": _deep_flow(n) for n in (500, 999, 1000, 5000, 9999, 10001)}
     cases.update({f"block-{n}": _deep_block(n) for n in (999, 1001, 3000)})
@@ -537,7 +537,7 @@ _HUGE = "9" * 5000  # more digits than Python's int() converts (sys.get_int_max_
 def _go_json(text: str) -> object:
     """The Go side's JSON text as a document, with integer literals too long for int() kept as
     JSONNumber, as staticpodd's JSON reader keeps them."""
-    from staticpodd.jsondecode import _MAX_INT_DIGITS, JSONNumber
+    from staticpodd.manifest.jsondecode import _MAX_INT_DIGITS, JSONNumber
 
     return json.loads(text, parse_int=lambda s: int(s) if len(s) <= _MAX_INT_DIGITS else JSONNumber(s))
 

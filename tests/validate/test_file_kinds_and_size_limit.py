@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from staticpodd import fsops
-from staticpodd.decoded import KUBELET_MAX_BYTES, KUBELET_MAX_CONFIG_LENGTH
-from staticpodd.refused import kubelet_refuses
+from staticpodd.manifest.decoded import KUBELET_MAX_BYTES, KUBELET_MAX_CONFIG_LENGTH
+from staticpodd.node import fsops
+from staticpodd.validate.refused import kubelet_refuses
 
 LIMIT = 10 * 1024 * 1024  # maxConfigLength, pkg/kubelet/config/common.go
 POD = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: a\n    image: nginx:1.27\n"

@@ -6,12 +6,12 @@ import hashlib
 
 import pytest
 
-from staticpodd.decoded import DEFAULT_MAX_BYTES, DecodeProblem
-from staticpodd.decoding import decode, pod_identity
 from staticpodd.errors import InvalidManifest
+from staticpodd.manifest.decoded import DEFAULT_MAX_BYTES, DecodeProblem
+from staticpodd.manifest.decoding import decode, pod_identity
+from staticpodd.manifest.yamlresolve import resolve_plain
 from staticpodd.validate import validate_bytes
 from staticpodd.validate.identity import parse_manifest
-from staticpodd.yamlresolve import resolve_plain
 from tests.validate.conftest import NODE, codes
 
 POD = b"""apiVersion: v1

@@ -1,7 +1,7 @@
 """The two answers to "does the kubelet refuse to decode these bytes" agree.
 
-:func:`staticpodd.refused.kubelet_refuses` is the daemon's cheap first look on a writer's close
-(stdlib json / PyYAML's C loader); the validator's decoder (:func:`staticpodd.decoding.decode`
+:func:`staticpodd.validate.refused.kubelet_refuses` is the daemon's cheap first look on a writer's close
+(stdlib json / PyYAML's C loader); the validator's decoder (:func:`staticpodd.manifest.decoding.decode`
 plus the identity check, :mod:`staticpodd.validate.identity`) is the careful one, a reproduction
 of go-yaml v2 and Go's encoding/json. They drifted once; this pins them against each other over
 every file of the shared corpus and over generated edge inputs. Where they disagree today the
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from spd_testlib import corpus_dir
 
-from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
-from staticpodd.decoding import decode
-from staticpodd.refused import kubelet_refuses
+from staticpodd.manifest.decoded import KUBELET_MAX_BYTES, DecodeProblem
+from staticpodd.manifest.decoding import decode
 from staticpodd.validate.identity import DECODE_CODES, identity_findings
+from staticpodd.validate.refused import kubelet_refuses
 
 
 def decoder_refuses(data: bytes) -> str | None:

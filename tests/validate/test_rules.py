@@ -459,7 +459,7 @@ def test_every_code_the_package_can_emit_is_registered():
     from staticpodd.validate.codes import CODES
 
     pkg = Path(__file__).resolve().parents[2] / "staticpodd"
-    decoder = ("jsondecode.py", "decoded.py", "decoding.py", "yamldecode.py", "yamlresolve.py")
+    decoder = ("manifest/jsondecode.py", "manifest/decoded.py", "manifest/decoding.py", "manifest/yamldecode.py", "manifest/yamlresolve.py")
     sources = [*(pkg / "validate").glob("*.py"), *(pkg / name for name in decoder)]
     pattern = re.compile(r'(?:Finding|add|make|DecodeProblem|_problem)\(\s*"([a-z0-9-]+)"')
     used = {m for p in sources for m in pattern.findall(p.read_text())}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from staticpodd.decoding import decode
+from staticpodd.manifest.decoding import decode
 from staticpodd.validate import SUPPORTED_VERSIONS, validate_bytes
 from staticpodd.validate.schema import available_versions, load_schema, schema_dir
 from tests.validate.conftest import NODE
@@ -83,7 +83,7 @@ def test_schemas_load_once_per_process():
 
 def test_fast_imports_do_not_pull_in_jsonschema_or_watchdog():
     code = (
-        "import sys, staticpodd.decoding, staticpodd.validate, staticpodd.validate.cli as c\n"
+        "import sys, staticpodd.manifest.decoding, staticpodd.validate, staticpodd.validate.cli as c\n"
         "from staticpodd.validate import validate_bytes, VALIDATOR_ID\n"
         "validate_bytes(b'apiVersion: v1\\nkind: Pod\\nmetadata: {name: a}\\n"
         "spec: {containers: [{name: c, image: i}]}', 'x')\n"

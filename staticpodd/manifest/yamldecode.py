@@ -1,12 +1,12 @@
 """Step 1 of the kubelet's decoding for YAML: bytes -> the JSON-compatible document, with positions.
 
 ``sigs.k8s.io/yaml.YAMLToJSON``: go-yaml v2 decodes the *first* YAML document into
-``interface{}`` with YAML 1.1 scalar resolution (:mod:`staticpodd.yamlresolve`), then every map
+``interface{}`` with YAML 1.1 scalar resolution (:mod:`staticpodd.manifest.yamlresolve`), then every map
 key is turned into a JSON string (``true``, ``1``, ...), and the result is marshalled as JSON
 (docs/kubelet-contract.md "How a file is decoded"). This module reproduces that on top of libyaml (PyYAML's C
 parser: go-yaml v2 is a port of libyaml, so the syntax verdicts agree) with go-yaml v2's alias
 limits, its reading of byte order marks and its syntax messages, and records where each field
-came from. :func:`staticpodd.decoding.decode` chooses between it and :mod:`staticpodd.jsondecode`.
+came from. :func:`staticpodd.manifest.decoding.decode` chooses between it and :mod:`staticpodd.manifest.jsondecode`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from decimal import Decimal
 
 import yaml
 
-from staticpodd.decoded import Decoded, DecodeProblem
-from staticpodd.positions import join_path
-from staticpodd.yamlresolve import (
+from staticpodd.manifest.decoded import Decoded, DecodeProblem
+from staticpodd.manifest.positions import join_path
+from staticpodd.manifest.yamlresolve import (
     _INT64_MAX,
     _MAP,
     _PLAIN,
@@ -475,7 +475,7 @@ def _hide_inner_boms(text: str) -> str:
 
 
 def decode_yaml(data: bytes, notes: list[DecodeProblem]) -> Decoded:
-    """The YAML half of :func:`staticpodd.decoding.decode` for ``data`` that is not JSON-prefixed;
+    """The YAML half of :func:`staticpodd.manifest.decoding.decode` for ``data`` that is not JSON-prefixed;
     ``notes``: the size notes found so far (kept first). Raises :class:`DecodeProblem` for what the
     kubelet refuses (see ``decode``)."""
     text, encoding = _text_of(data)

@@ -20,8 +20,8 @@ from __future__ import annotations
 import bisect
 import re
 
-from staticpodd.decoded import DecodeProblem
-from staticpodd.positions import join_path
+from staticpodd.manifest.decoded import DecodeProblem
+from staticpodd.manifest.positions import join_path
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ def decode_json(data: bytes) -> tuple[Any, dict, list[DecodeProblem]]:
     Returns ``(document, positions, notes)``: the document as Python values (numbers with a
     fraction or exponent are :class:`JSONNumber`), field path -> (line, column) (1-based,
     in characters), and what the kubelet accepts but staticpodd refuses (duplicate keys, invalid
-    UTF-8 inside strings). Raises :class:`~staticpodd.decoded.DecodeProblem` ``json-syntax``
+    UTF-8 inside strings). Raises :class:`~staticpodd.manifest.decoded.DecodeProblem` ``json-syntax``
     (the kubelet refuses the file) with Go's error text and the position of the offending
     character. Source: apimachinery util/yaml ToJSON, runtime/serializer/json (Interpret:
     "couldn't get version/kind; json parse error"); encoding/json scanner.go.

@@ -3,9 +3,9 @@
 Tables (schema version :data:`SCHEMA_VERSION`):
 
 ``blobs``     digest -> bytes. Identical bytes are stored once, whatever component they belong to,
-              compressed (``codec``, :mod:`staticpodd.blobcodec`; schema 3, :mod:`staticpodd.migrations`).
+              compressed (``codec``, :mod:`staticpodd.store.blobcodec`; schema 3, :mod:`staticpodd.store.migrations`).
               Here and in ``versions`` the digest is its 32 raw bytes (schema 4,
-              :func:`staticpodd.storerows.digest_key`); everywhere else, and in every row returned,
+              :func:`staticpodd.store.rows.digest_key`); everywhere else, and in every row returned,
               it is the hex text.
 ``components`` every component with at least one version (no ``SELECT DISTINCT`` over versions).
 ``versions``  one row per recorded version: component, seq (1, 2, 3 … per component), file name,
@@ -46,9 +46,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import LockTimeout, StoreError, UnknownVersion
 from . import blobcodec
-from .errors import LockTimeout, StoreError, UnknownVersion
-from .storerows import (
+from .rows import (
     _SCHEMA,
     _VERSION_COLS,
     _VERSION_SELECT,
@@ -78,7 +78,7 @@ __all__ = [
     "iso",
 ]
 
-#: 3: compressed blobs, a components table; 4: digests of blobs/versions as raw bytes (staticpodd.migrations)
+#: 3: compressed blobs, a components table; 4: digests of blobs/versions as raw bytes (staticpodd.store.migrations)
 SCHEMA_VERSION = 4
 _INT64_MAX = (1 << 63) - 1  # SQLite's INTEGER range
 
@@ -137,7 +137,7 @@ class VersionStore:
     SQLite connection and its transaction discipline (``BEGIN IMMEDIATE``, intents, the read-only fallback, every error
     turned into StoreError by ``_guard``), and each method is one short query; split by table the
     methods would share that connection through a base class for no gain in reading. The rows it
-    returns and its DDL are in :mod:`staticpodd.storerows`.
+    returns and its DDL are in :mod:`staticpodd.store.rows`.
     """
 
     def __init__(self, path: Path, *, readonly: bool | None = None, busy_timeout: float = 30.0) -> None:
@@ -170,7 +170,7 @@ class VersionStore:
             raise _store_error(exc, path, "opening it", self.busy_timeout) from exc
 
     def _open_rw(self, path: Path) -> None:
-        from .trust import ensure_dir
+        from ..node.trust import ensure_dir
 
         ensure_dir(path.parent, 0o700, "state directory")
         fresh = not path.exists()
@@ -661,7 +661,7 @@ class VersionStore:
         never anything else). Creates the table when missing (``storerows._DIRFINDINGS``)."""
         if self.readonly:
             return
-        from .storerows import _DIRFINDINGS
+        from .rows import _DIRFINDINGS
 
         nested = self._db.in_transaction
         if not nested:
@@ -823,7 +823,7 @@ def _check_store_files(path: Path, *, tighten: bool) -> None:
     ``tighten``."""
     import stat as stat_
 
-    from .trust import owner_mode_problem, untrusted
+    from ..node.trust import owner_mode_problem, untrusted
 
     for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         try:

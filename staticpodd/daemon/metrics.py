@@ -53,11 +53,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
-from .errors import FsError
-from .record import FrozenRecord
-from .tallies import store_tally
-from .termsafe import printable_name
+from .. import __version__
+from ..errors import FsError
+from ..record import FrozenRecord
+from ..store.tallies import store_tally
+from ..termsafe import printable_name
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -258,7 +258,7 @@ def store_counters(db_path: Path | str) -> dict[str, Any]:
     action ``external`` except adoption (reason ``first seen (adopted)``) plus events with actor
     ``external`` except ``adopted`` (external changes); versions with action ``restore``
     (restores); events ``quarantined``, ``refused-invalid``, ``unpark-failed``
-    (:mod:`staticpodd.tallies`). Rows that retention pruned are carried over in the store, so
+    (:mod:`staticpodd.store.tallies`). Rows that retention pruned are carried over in the store, so
     the counters only go up. No store yet: all zero. Raises FsError when the store cannot be read.
     """
     import sqlite3

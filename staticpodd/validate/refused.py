@@ -8,7 +8,7 @@ file (inotify IN_CLOSE_WRITE), :func:`kubelet_refuses` decides whether the bytes
 the kubelet drops, and the daemon then looks at once instead of after the debounce. It only
 decides *when* to look: whether to restore is still the gate's verdict in the normal reconcile.
 
-It is the validator's own first stage, not a second opinion: :func:`staticpodd.decoding.decode`
+It is the validator's own first stage, not a second opinion: :func:`staticpodd.manifest.decoding.decode`
 (the kubelet's JSON/YAML rules, docs/kubelet-contract.md "How a file is decoded") and the identity checks that
 ``tryDecodeSinglePod`` makes (one ``apiVersion: v1``, ``kind: Pod`` with a ``metadata.name``;
 :mod:`staticpodd.validate.identity`). An earlier cheap reimplementation (stdlib json, PyYAML)
@@ -20,7 +20,7 @@ kubelet's API validation (ValidatePodCreate, static pod API references).
 
 from __future__ import annotations
 
-from staticpodd.decoded import KUBELET_MAX_BYTES, DecodeProblem
+from staticpodd.manifest.decoded import KUBELET_MAX_BYTES, DecodeProblem
 from staticpodd.validate.identity import DECODE_CODES
 
 __all__ = ["kubelet_refuses"]
@@ -29,7 +29,7 @@ __all__ = ["kubelet_refuses"]
 def kubelet_refuses(data: bytes) -> str | None:
     """Why the kubelet's file source would refuse ``data`` (one short phrase: the decoder's or the
     identity check's message), or None when it would decode it into a Pod. Never raises."""
-    from staticpodd.decoding import decode
+    from staticpodd.manifest.decoding import decode
     from staticpodd.validate.identity import identity_findings
 
     try:

@@ -1,6 +1,6 @@
 """PyYAML's safe loader with integers bounded: for the files staticpodd reads with PyYAML (its
 configuration, the kubelet's configuration, a manifest's pod key) rather than with the
-kubelet's own rules (:mod:`staticpodd.yamldecode`).
+kubelet's own rules (:mod:`staticpodd.manifest.yamldecode`).
 
 PyYAML builds an int with ``int(text)``, which raises ValueError (not a YAMLError) for more
 than ``sys.get_int_max_str_digits()`` digits (4300 by default): one 5,000-digit number ended

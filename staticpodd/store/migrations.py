@@ -2,7 +2,7 @@
 
 Schema 3 (from 2, the first release):
 
-- ``blobs`` gains ``codec`` (:mod:`staticpodd.blobcodec`) and every raw blob is rewritten
+- ``blobs`` gains ``codec`` (:mod:`staticpodd.store.blobcodec`) and every raw blob is rewritten
   compressed. Each one is decoded again and checked against its digest before the row is
   replaced, so an upgrade can never change a byte anyone recorded; a blob that already does not
   match its digest (a damaged store) is left raw, untouched.
@@ -23,7 +23,7 @@ Schema 4 (from 3):
   versions of one manifest took 1.37x their per-blob gzip size; 1.07x after). Both tables are
   rebuilt (ids, seqs, every column kept); a value that is not canonical lower-case sha256 hex
   (a damaged or hand-edited store) is kept as the text it is
-  (:func:`staticpodd.storerows.digest_key`), never dropped. Nothing else changes: other tables
+  (:func:`staticpodd.store.rows.digest_key`), never dropped. Nothing else changes: other tables
   keep hex digests, and every row the store returns carries the hex.
 
 All of it happens in the caller's one ``BEGIN IMMEDIATE`` transaction (:func:`upgrade`, step by
@@ -38,7 +38,7 @@ import hashlib
 import sqlite3
 
 from . import blobcodec
-from .storerows import digest_key
+from .rows import digest_key
 
 
 def columns(db: sqlite3.Connection, table: str) -> set[str]:
@@ -127,7 +127,7 @@ def to_v4(db: sqlite3.Connection) -> bool:
     if _declared(db, "blobs", "digest") == "BLOB" and _declared(db, "versions", "digest") == "BLOB":
         return False
     db.create_function("spd_digest_key", 1, _key, deterministic=True)
-    from .storerows import _SCHEMA
+    from .rows import _SCHEMA
 
     ddl = {name: _create(_SCHEMA, name) for name in ("blobs", "versions")}
     # blobs first: versions_v4 refers to blobs(digest) by name, so that name must be the new table

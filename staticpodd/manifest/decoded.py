@@ -1,7 +1,7 @@
 """The records the first stage of decoding produces, and the size limits it enforces.
 
 :class:`DecodeProblem` (one reason the bytes are not a readable manifest), :class:`Decoded`
-(what :func:`staticpodd.decoding.decode` returns: the document the kubelet would get, its
+(what :func:`staticpodd.manifest.decoding.decode` returns: the document the kubelet would get, its
 positions and staticpodd's notes) and :class:`Manifest` (one parsed Pod, what
 :func:`staticpodd.validate.identity.parse_manifest` returns), with :func:`too_large` and the two byte
 limits. Shared by the YAML and JSON decoders and by ``staticpodd.validate``; imports neither.
@@ -9,9 +9,9 @@ limits. Shared by the YAML and JSON decoders and by ``staticpodd.validate``; imp
 
 from __future__ import annotations
 
-from staticpodd.positions import locate
+from staticpodd.manifest.positions import locate
 
-from .record import FrozenRecord
+from ..record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:

@@ -1,13 +1,13 @@
 """The kubelet's first stage: which decoder reads the bytes, and :func:`decode` itself.
 
 apimachinery ``util/yaml.ToJSON``: a file whose first non-space character is ``{`` goes to the
-strict JSON decoder (:mod:`staticpodd.jsondecode`), anything else through sigs.k8s.io/yaml
-(:mod:`staticpodd.yamldecode`). docs/kubelet-contract.md "How a file is decoded"; upstream
+strict JSON decoder (:mod:`staticpodd.manifest.jsondecode`), anything else through sigs.k8s.io/yaml
+(:mod:`staticpodd.manifest.yamldecode`). docs/kubelet-contract.md "How a file is decoded"; upstream
 ``pkg/kubelet/config/common.go`` ``tryDecodeSinglePod``. Pure; no I/O.
 
-The decoder's other modules: :mod:`staticpodd.positions` (field paths, ``file:line:column``),
-:mod:`staticpodd.decoded` (DecodeProblem, Decoded, Manifest, size limits),
-:mod:`staticpodd.yamlresolve` (go-yaml v2's scalar resolver). The identity check that turns a
+The decoder's other modules: :mod:`staticpodd.manifest.positions` (field paths, ``file:line:column``),
+:mod:`staticpodd.manifest.decoded` (DecodeProblem, Decoded, Manifest, size limits),
+:mod:`staticpodd.manifest.yamlresolve` (go-yaml v2's scalar resolver). The identity check that turns a
 decoded document into a pod (one ``apiVersion: v1``, ``kind: Pod`` with a name) is the validator's
 first layer, :mod:`staticpodd.validate.identity` (with ``parse_manifest``); nothing here imports it.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from staticpodd.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, too_large
-from staticpodd.yamldecode import decode_yaml
+from staticpodd.manifest.decoded import DEFAULT_MAX_BYTES, KUBELET_MAX_BYTES, Decoded, DecodeProblem, too_large
+from staticpodd.manifest.yamldecode import decode_yaml
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
     """Decode bytes as the kubelet does (apimachinery ``util/yaml.ToJSON``): the first layer.
 
     A file whose first non-space byte is ``{`` is strict JSON (:func:`json_prefixed`,
-    :mod:`staticpodd.jsondecode`); anything else goes through sigs.k8s.io/yaml ``YAMLToJSON``
+    :mod:`staticpodd.manifest.jsondecode`); anything else goes through sigs.k8s.io/yaml ``YAMLToJSON``
     (go-yaml v2, first document only). Source: docs/kubelet-contract.md "How a file is decoded".
 
     Raises :class:`DecodeProblem` for what the kubelet refuses: size over 10 MiB (``too-large``),
@@ -82,7 +82,7 @@ def decode(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
     if len(data) > max_bytes:
         notes.append(too_large(len(data), max_bytes))
     if json_prefixed(data):
-        from staticpodd.jsondecode import decode_json
+        from staticpodd.manifest.jsondecode import decode_json
 
         doc, positions, json_notes = decode_json(data)
         return Decoded(doc, positions, 0, tuple(notes + json_notes), "json", "utf-8")

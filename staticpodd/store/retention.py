@@ -29,10 +29,10 @@ the clock.
 
 from __future__ import annotations
 
-from .config import RetentionConfig
-from .layout import component_of
-from .record import Record
-from .storerows import DIGEST_HEX, digest_keys
+from ..config import RetentionConfig
+from ..layout import component_of
+from ..record import Record
+from .rows import DIGEST_HEX, digest_keys
 from .tallies import carry_over, tally
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
@@ -239,7 +239,7 @@ def prune(engine: Any, policy: Policy, now: float, *, dry_run: bool = False) -> 
         db.executemany("DELETE FROM blobs WHERE digest IN (?, ?)", [digest_keys(d) for d in orphans])
         for table in ("verdicts", "facts", "identities"):
             db.executemany(f"DELETE FROM {table} WHERE digest = ?", [(d,) for d in orphans])
-    from .journal import INFO, Event
+    from ..journal import INFO, Event
 
     for cp in plans:
         what = ("removed stray retired: its versions and events are gone" if cp.retired else
@@ -260,7 +260,7 @@ def _current_digest(observed: list[tuple[str, str]], newest: str) -> str:
 def _valid(engine: Any, digest: str, shown: str, comp: str) -> bool:
     """Whether the bytes of ``digest`` pass the gate: the store's verdict cache (keyed by digest
     and validator id) first, else validated once and cached."""
-    from .resources import validator_id
+    from ..resources import validator_id
 
     store = engine.store
     vid = validator_id()

@@ -11,7 +11,7 @@ A blob row carries a ``codec`` naming how its ``data`` column was written:
 A codec id is a promise: the bytes behind ``zd1`` must never change, or old stores would decode
 to garbage. A better dictionary gets a new id (``zd2``) and both stay readable forever. Every
 decoded blob is checked against its sha256 digest by :func:`decode` callers that want it
-(:meth:`staticpodd.store.VersionStore.data` does), so a wrong codec can never hand out wrong
+(:meth:`staticpodd.store.versions.VersionStore.data` does), so a wrong codec can never hand out wrong
 bytes silently.
 """
 

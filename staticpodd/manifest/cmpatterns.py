@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-from .record import FrozenRecord
+from ..record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Before a restore or a quarantine renames over a live file, the daemon makes sure nobody is still
 writing it (:meth:`staticpodd.daemon.writers.WriterHolds.hold_reason`). Scanning every
-process's descriptors in ``/proc`` (:func:`staticpodd.watch.open_writers`) answers *who*, but
+process's descriptors in ``/proc`` (:func:`staticpodd.node.watch.open_writers`) answers *who*, but
 costs 2-3 ms on an idle machine, more on a busy one, and it is paid before every restore while
 the kubelet may read the refused bytes (docs/kubelet-contract.md "What a broken file does to a running pod").
 

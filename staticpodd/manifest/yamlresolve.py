@@ -4,7 +4,7 @@ sigs.k8s.io/yaml decodes with gopkg.in/yaml.v2, whose resolver (resolve.go) read
 ``yes``/``no``/``on``/``off``/``y``/``n`` are booleans, ``0777`` is octal, ``0x1F`` hex,
 ``1_000`` an int, timestamps stay strings. This module holds those rules (the tag names, the
 word table, the number grammars) and how a float becomes a JSON map key; the composing and
-building around them is :mod:`staticpodd.yamldecode`.
+building around them is :mod:`staticpodd.manifest.yamldecode`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from staticpodd.decoded import DecodeProblem
+from staticpodd.manifest.decoded import DecodeProblem
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:

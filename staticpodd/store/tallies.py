@@ -1,7 +1,7 @@
 """What the alerting counters count, read from the version store's rows.
 
 The ``staticpodd_*_total`` metrics are counts of rows in ``versions`` and ``events``, so they
-survive a restart and include what ``staticpodctl`` did. Retention (:mod:`staticpodd.retention`)
+survive a restart and include what ``staticpodctl`` did. Retention (:mod:`staticpodd.store.retention`)
 deletes such rows; a counter must never go down (Prometheus reads a decrease as a reset), so
 before a prune deletes rows it adds their tally to offsets kept in the store's ``meta`` table
 (keys ``tally:<counter>``, and ``tally-last:<timestamp>`` for the newest time pruned), and

@@ -24,9 +24,9 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import FsError, LiveFileExists
-from .layout import Layout
-from .record import FrozenRecord
+from ..errors import FsError, LiveFileExists
+from ..layout import Layout
+from ..record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ NEW_FILE_GID = 0
 STAGING_PREFIX = "stage-"
 
 #: The largest file the kubelet reads: ``maxConfigLength`` (10 MiB) - 1, as
-#: :data:`staticpodd.decoded.KUBELET_MAX_BYTES` (a file of exactly 10 MiB fails the kubelet's
+#: :data:`staticpodd.manifest.decoded.KUBELET_MAX_BYTES` (a file of exactly 10 MiB fails the kubelet's
 #: ``utilio.ReadAtMost``); larger files are never copied into the version store.
 KUBELET_MAX_BYTES = 10 * 1024 * 1024 - 1
 

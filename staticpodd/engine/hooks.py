@@ -51,10 +51,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .errors import HookFailed
-from .journal import ERR, WARNING, Event, Journal
-from .layout import Layout
-from .record import FrozenRecord, Record
+from ..errors import HookFailed
+from ..journal import ERR, WARNING, Event, Journal
+from ..layout import Layout
+from ..record import FrozenRecord, Record
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -443,7 +443,7 @@ def _log_failure(journal: Journal | None, result: HookResult, env: Mapping[str, 
     if journal is None:
         return
     what = "aborted the operation" if fatal else "failed; the operation was already done"
-    from .sandbox import NO_NETWORK_NOTE, network_available
+    from ..node.sandbox import NO_NETWORK_NOTE, network_available
 
     offline = not network_available()  # e.g. run by the daemon in its sandbox: say so
     journal.log(

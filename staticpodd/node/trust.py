@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import Untrusted
+from ..errors import Untrusted
 
 TYPE_CHECKING = False  # typing is for mypy only: the fast verbs import this module
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import FsError, LockTimeout
+from ..errors import FsError, LockTimeout
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:

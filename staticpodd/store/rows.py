@@ -1,9 +1,9 @@
 """The version store's tables and rows: the SQL that creates them and the records it returns.
 
-``_SCHEMA`` (the DDL :class:`staticpodd.store.VersionStore` runs on a new or migrated store; the
-tables are described in :mod:`staticpodd.store`), :class:`Version`, :class:`ParkRecord`,
+``_SCHEMA`` (the DDL :class:`staticpodd.store.versions.VersionStore` runs on a new or migrated store; the
+tables are described in :mod:`staticpodd.store.versions`), :class:`Version`, :class:`ParkRecord`,
 :class:`Intent`, :class:`Observed`, and :func:`digest_of`/:func:`iso`. Split out of store.py
-; ``staticpodd.store`` re-exports every name, which is where callers import them from.
+; ``staticpodd.store.versions`` re-exports every name, which is where callers import them from.
 
 Digests in the two tables that grow with every version, ``blobs`` and ``versions``, are the 32
 raw sha256 bytes (a ``BLOB``, schema 4), not the 64-character hex text: stored once in each row
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from .record import FrozenRecord
+from ..record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ CREATE TABLE IF NOT EXISTS facts (
 CREATE INDEX IF NOT EXISTS events_by_component ON events (component, id);
 """
 
-#: The daemon's directory findings (:meth:`staticpodd.store.VersionStore.set_dir_findings`): not in
+#: The daemon's directory findings (:meth:`staticpodd.store.versions.VersionStore.set_dir_findings`): not in
 #: ``_SCHEMA`` but created on first use, within schema 4. A cache that code from before it never
 #: reads, so it needs no schema bump, and an older staticpodd still opens a store that has it.
 _DIRFINDINGS = """
@@ -132,7 +132,7 @@ def digest_key(digest: str) -> bytes | str:
     """The value a hex ``digest`` is stored as in ``blobs``/``versions`` (schema 4): its 32 raw
     bytes. Anything that is not canonical lower-case sha256 hex (64 characters) is returned as
     the text it is, which matches no BLOB (so looking it up finds nothing, as before) and is
-    exactly how the upgrade keeps such a value (:func:`staticpodd.migrations.to_v4`)."""
+    exactly how the upgrade keeps such a value (:func:`staticpodd.store.migrations.to_v4`)."""
     if len(digest) == 64:
         try:
             raw = bytes.fromhex(digest)

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .layout import PRIVATE_DIRNAME
+from ..layout import PRIVATE_DIRNAME
 
 #: Event types that can mean new bytes, a new name, a gone name or a new mode/owner. Opens and
 #: close-without-write are ignored: the daemon's own reads must not wake it up.
@@ -227,7 +227,7 @@ class Hints:
 
     def note_closed(self, name: str) -> None:
         """A writer closed live file ``name`` (any thread); wakes the main loop, which may look
-        at it before its debounce (:mod:`staticpodd.refused`)."""
+        at it before its debounce (:mod:`staticpodd.validate.refused`)."""
         with self._lock:
             self._closed.add(name)
         self.wake()
