@@ -1,4 +1,4 @@
-"""No import circles inside the staticpodd package.
+"""No import circles inside the staticpodd package, and every import runs down the layers.
 
 Every module under ``staticpodd/`` is parsed with :mod:`ast` (nothing is imported), and each
 ``import``/``from … import`` of a staticpodd module becomes an edge of a graph: top-level imports
@@ -9,11 +9,16 @@ to the first call). Imports under ``if TYPE_CHECKING:`` never run and are left o
 Importing ``staticpodd.a.b`` from outside the package ``staticpodd.a`` first runs
 ``staticpodd/a/__init__.py``, so such an import is an edge to the package too; a package's own
 modules importing each other (or the package importing its modules) is not.
+
+The layer contracts (:data:`LAYERS`) say which part may import which: a module imports only its own
+part and the parts of the layers below; two parts of one layer import neither each other. The
+``kubernetes`` client is imported only by the cluster-facing modules (a ``cluster`` in the name).
 """
 
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,3 +226,113 @@ def test_the_checker_sees_a_lazy_circle_and_a_package_init(tmp_path: Path) -> No
     assert found, text
     assert "staticpodd.a -> staticpodd.sub    (staticpodd/a.py:2, inside a function)" in text  # runs sub/__init__
     assert "staticpodd.c -> staticpodd.a    (staticpodd/c.py:1, at top level)" in text
+
+
+#: The layers, top to bottom; each holds parts (a package, or a module at the top of staticpodd/)
+#: that import neither each other nor anything of a layer above them. Why each sits where it does:
+#: the entry point over the verbs and the daemon; what --wait and pin ask of the node and the
+#: cluster over the engine; the engine (the verbs) and reconcile (the daemon's policy) over the
+#: validator and the version store; the configuration file (retention reads it); the node's system
+#: calls (the only writer, the flock, inotify ...) over the paths they act on; the pure decoding of
+#: manifests and the journal; value objects and errors at the bottom.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("commands", "daemon"),
+    ("pin", "proof"),
+    ("engine", "reconcile"),
+    ("validate", "store"),
+    ("config",),
+    ("node",),
+    ("layout",),
+    ("manifest", "journal"),
+    ("errors", "record", "termsafe", "resources", "hashes", ""),  # "": staticpodd/__init__.py
+)
+
+#: the third-party client only the modules that talk to the Kubernetes API may import
+CLUSTER_CLIENT = "kubernetes"
+
+
+def part_of(module: str) -> str:
+    """The part a module belongs to: ``staticpodd.node.fsops`` -> ``node``; the package itself -> ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_index(layers: tuple[tuple[str, ...], ...] = LAYERS) -> dict[str, int]:
+    return {part: i for i, layer in enumerate(layers) for part in layer}
+
+
+def layer_violations(
+    all_edges: list[Edge], layers: tuple[tuple[str, ...], ...] = LAYERS
+) -> tuple[list[str], list[str]]:
+    """``(violations, unplaced)``: each import that runs up a layer or across one, described, and
+    the parts no layer names (a new package: reported, not judged)."""
+    where = layer_index(layers)
+    violations: list[str] = []
+    unplaced: set[str] = set()
+    for e in all_edges:
+        src, dst = part_of(e.source), part_of(e.target)
+        if src == dst:
+            continue
+        unplaced |= {part for part in (src, dst) if part not in where}
+        if src not in where or dst not in where:
+            continue
+        if where[dst] < where[src]:
+            violations.append(f"{e.describe()}: {src or PACKAGE} (layer {where[src] + 1}) imports "
+                              f"{dst or PACKAGE}, a layer above it ({where[dst] + 1})")
+        elif where[dst] == where[src]:
+            violations.append(f"{e.describe()}: {src or PACKAGE} and {dst or PACKAGE} share layer "
+                              f"{where[src] + 1} and must not import each other")
+    return violations, sorted(unplaced)
+
+
+def client_imports(modules: dict[str, Path] | None = None) -> list[tuple[str, str, int]]:
+    """``(module, path, line)`` of every import of the ``kubernetes`` client (lazy ones too)."""
+    modules = module_names() if modules is None else modules
+    out = []
+    for source, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, _lazy in _imports(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if not isinstance(node, ast.Import) and node.level:
+                continue
+            if any(n == CLUSTER_CLIENT or n.startswith(CLUSTER_CLIENT + ".") for n in names):
+                out.append((source, path.name, node.lineno))
+    return out
+
+
+def test_every_import_runs_down_the_layers() -> None:
+    violations, unplaced = layer_violations(edges())
+    if unplaced:
+        warnings.warn(f"parts of staticpodd no layer names (not judged; add them to LAYERS): {unplaced}",
+                      stacklevel=1)
+    assert not violations, "imports against the layers (tests/core/test_import_graph.py LAYERS):\n  " + \
+        "\n  ".join(violations)
+
+
+def test_only_the_cluster_facing_modules_import_the_kubernetes_client() -> None:
+    outside = [f"{m} ({p}:{line})" for m, p, line in client_imports() if "cluster" not in m.split(".")]
+    assert not outside, f"the {CLUSTER_CLIENT} client imported outside a cluster module: {outside}"
+
+
+def test_the_contracts_catch_an_import_up_a_layer_or_across_one(tmp_path: Path) -> None:
+    pkg = tmp_path / "staticpodd"
+    for sub in ("engine", "node", "validate", "store", "brandnew"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "errors.py").write_text("")
+    (pkg / "engine" / "core.py").write_text("from staticpodd.node import fsops\nfrom staticpodd import errors\n")
+    (pkg / "node" / "fsops.py").write_text("from staticpodd import errors\n")
+    (pkg / "brandnew" / "x.py").write_text("from staticpodd.engine import core\n")
+    modules = module_names(pkg)
+    assert layer_violations(edges(modules)) == ([], ["brandnew"])  # downwards only; the new part is named
+    (pkg / "node" / "fsops.py").write_text("def f():\n    from ..engine import core\n")
+    (pkg / "store" / "rows.py").write_text("from staticpodd.validate import x\n")
+    (pkg / "validate" / "x.py").write_text("from kubernetes import client\n")
+    modules = module_names(pkg)
+    violations, _ = layer_violations(edges(modules))
+    text = "\n".join(violations)
+    assert "staticpodd.node.fsops -> staticpodd.engine.core" in text and "a layer above it" in text, text
+    assert "staticpodd.store.rows -> staticpodd.validate" in text and "must not import each other" in text, text
+    assert client_imports(modules) == [("staticpodd.validate.x", "x.py", 1)]
