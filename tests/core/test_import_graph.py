@@ -252,10 +252,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 CLUSTER_CLIENT = "kubernetes"
 
 
-def part_of(module: str) -> str:
-    """The part a module belongs to: ``staticpodd.node.fsops`` -> ``node``; the package itself -> ``""``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+def part_of(module: str, named: frozenset[str] = frozenset()) -> str:
+    """The part a module belongs to: the longest of ``named`` (dotted below staticpodd: ``node``,
+    or ``cluster.client`` for one module of a package whose others sit higher) that holds it, else
+    its first name below staticpodd (``staticpodd.node.fsops`` -> ``node``); the package itself -> ``""``."""
+    parts = module.split(".")[1:]
+    for i in range(len(parts), 1, -1):
+        if ".".join(parts[:i]) in named:
+            return ".".join(parts[:i])
+    return parts[0] if parts else ""
 
 
 def layer_index(layers: tuple[tuple[str, ...], ...] = LAYERS) -> dict[str, int]:
@@ -268,12 +273,17 @@ def layer_violations(
     """``(violations, unplaced)``: each import that runs up a layer or across one, described, and
     the parts no layer names (a new package: reported, not judged)."""
     where = layer_index(layers)
+    named = frozenset(where)
     violations: list[str] = []
     unplaced: set[str] = set()
+    # a package split across layers: importing its low module runs its __init__ (keep that empty)
+    split = {".".join(n.split(".")[:i]) for n in named for i in range(1, n.count(".") + 1)}
     for e in all_edges:
-        src, dst = part_of(e.source), part_of(e.target)
-        if src == dst:
+        if e.target.partition(".")[2] in split:
             continue
+        src, dst = part_of(e.source, named), part_of(e.target, named)
+        if src == dst or (dst not in named and src.startswith(dst + ".")):
+            continue  # within a part; or a sub-part's own package running its __init__
         unplaced |= {part for part in (src, dst) if part not in where}
         if src not in where or dst not in where:
             continue
@@ -336,3 +346,19 @@ def test_the_contracts_catch_an_import_up_a_layer_or_across_one(tmp_path: Path) 
     assert "staticpodd.node.fsops -> staticpodd.engine.core" in text and "a layer above it" in text, text
     assert "staticpodd.store.rows -> staticpodd.validate" in text and "must not import each other" in text, text
     assert client_imports(modules) == [("staticpodd.validate.x", "x.py", 1)]
+
+
+def test_a_module_can_sit_in_a_layer_of_its_own_below_its_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "staticpodd"
+    for sub in ("proof", "cluster"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cluster" / "client.py").write_text("")
+    (pkg / "cluster" / "hook.py").write_text("from staticpodd.proof import mirror\n")
+    (pkg / "proof" / "mirror.py").write_text("from staticpodd.cluster import client\n")
+    layers = (("cluster",), ("proof",), ("cluster.client",))
+    assert layer_violations(edges(module_names(pkg)), layers) == ([], [])
+    (pkg / "cluster" / "client.py").write_text("from staticpodd.cluster import hook\n")
+    violations, _ = layer_violations(edges(module_names(pkg)), layers)
+    assert any("staticpodd.cluster.client -> staticpodd.cluster.hook" in v for v in violations), violations
