@@ -129,7 +129,7 @@ def _kept_findings(eng: Any) -> list[Any] | None:
     try:
         if not all(is_utf8_name(n) for n in os.listdir(mdir)):
             return None
-        from ..daemon.findings import decode, findings_key
+        from ..engine.kept import decode, findings_key
 
         digests = {o.file_name: o.digest for o in eng.store.observed().values() if o.location == "live"}
         key = findings_key(mdir, digests, eng.validate_options())

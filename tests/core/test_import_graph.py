@@ -238,10 +238,11 @@ def test_the_checker_sees_a_lazy_circle_and_a_package_init(tmp_path: Path) -> No
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("commands", "daemon"),
+    ("cluster",),  # the cluster view: its hook and publisher read parks (store) and pins (pin)
     ("pin", "proof"),
     ("engine", "reconcile"),
     ("validate", "store"),
-    ("config",),
+    ("config", "cluster.client"),  # the API client alone: pin and proof's mirror check use it
     ("node",),
     ("layout",),
     ("manifest", "journal"),
