@@ -154,12 +154,14 @@ def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
     API server cannot be asked."""
     from ..cluster.client import Api, ClusterError
     from ..cluster.view import node_view
+    from ..termsafe import shown_name
 
     kubeconfig = cluster_kubeconfig(args)
     api = Api(kubeconfig, timeout=10.0)
     nodes = [node_view(n) for n in api.nodes()]
-    parked = [{"node": v["node"], **p} for v in nodes for p in v["parked"]]
-    pinned = [{"annotated_on": v["node"], **p} for v in nodes for p in v["pinned"]]
+    # the Node's own name last: an item of an annotation cannot say it is on another node
+    parked = [{**p, "node": v["node"]} for v in nodes for p in v["parked"]]
+    pinned = [{**p, "annotated_on": v["node"]} for v in nodes for p in v["pinned"]]
     for p in pinned:  # is the pinned pod still there (same uid)? only when we may look
         if not p.get("namespace") or not p.get("name"):
             continue
@@ -176,17 +178,19 @@ def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
     else:
         out.say(f"{'NODE':<24} {'COMPONENT':<26} {'BY':<12} {'SINCE':<21} {'UNTIL':<21} REASON")
         for p in parked:
-            comp = f"{p.get('component')}{' (BROKEN)' if p.get('broken') else ''}"
-            out.say(f"{p['node']:<24} {comp:<26} {str(p.get('by') or '-'):<12} {str(p.get('since') or '-'):<21} "
-                    f"{str(p.get('until') or '-'):<21} {p.get('reason') or ''}")
+            comp = f"{shown_name(p['component'] or '?')}{' (BROKEN)' if p['broken'] else ''}"
+            out.say(f"{shown_name(p['node']):<24} {comp:<26} {shown_name(p['by'] or '-'):<12} "
+                    f"{shown_name(p['since'] or '-'):<21} {shown_name(p['until'] or '-'):<21} "
+                    f"{shown_name(p['reason'] or '')}")
     if pinned:
         out.say("pinned by hand (bare pods: nothing recreates them; kubectl drain refuses them without --force):")
         out.say(f"{'NODE':<24} {'POD':<40} {'BY':<12} SINCE")
         for p in pinned:
             gone = "  (gone)" if p.get("present") is False else ""
-            out.say(f"{str(p.get('node') or p['annotated_on']):<24} {p.get('namespace')}/{p.get('name'):<30} "
-                    f"{str(p.get('by') or '-'):<12} {p.get('since') or '-'}{gone}")
+            pod_text = f"{shown_name(p['namespace'] or '?')}/{shown_name(p['name'] or '?')}"
+            out.say(f"{shown_name(p['node'] or p['annotated_on']):<24} {pod_text:<40} {shown_name(p['by'] or '-'):<12} "
+                    f"{shown_name(p['since'] or '-')}{gone}")
     for prob in problems:
-        out.warn(f"{PROG}: warning: node {prob['node']}: {prob['problem']}")
+        out.warn(f"{PROG}: warning: node {shown_name(prob['node'])}: {prob['problem']}")
     out.finish(True)
     return EXIT_OK

@@ -144,6 +144,47 @@ def test_status_cluster_lists_every_parked_component_and_reads_bad_annotations_a
     assert "node-1" in text.out and "drill" in text.out and "warning: node node-2" in text.err
 
 
+HOSTILE_NODES = {
+    # a newline in a component forges a line of output; ESC and CR rewrite the screen
+    "forger": {"staticpodd.io/parked": "etcd\nstaticpodctl: all good",
+               "staticpodd.io/pinned-detail": json.dumps([{"namespace": "default", "name": "p\x1b[2J",
+                                                           "by": "a\rb", "since": "s\ny"}])},
+    # nested deeper than Python's json recurses
+    "deep": {"staticpodd.io/parked-detail": "[" * 100000 + "]" * 100000},
+    # wrong types everywhere: lists, mappings, numbers, null
+    "types": {"staticpodd.io/parked-detail": json.dumps([{"component": ["etcd"], "by": {"u": 1}, "since": 3,
+                                                          "broken": "yes"}]),
+              "staticpodd.io/pinned-detail": json.dumps([{"namespace": None, "name": None}]),
+              "staticpodd.io/pinned": 7},
+    # an item claiming to be on another node
+    "liar": {"staticpodd.io/parked-detail": json.dumps([{"component": "kube-apiserver", "node": "node-1"}])},
+}
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_status_cluster_reads_hostile_annotations_as_problems_never_as_output_lines_or_a_crash(
+        kubeadm, ctl, api, tmp_path: Path, as_json: bool) -> None:
+    for name, ann in HOSTILE_NODES.items():
+        api.nodes[name] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "annotations": ann}}
+    admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+    r = ctl("status", "--cluster", "--kubeconfig", str(admin), *(["--json"] if as_json else []))
+    assert r.rc == 0 and "internal error" not in r.err, r.err
+    if as_json:
+        body = r.json()
+        assert {(p["node"], p["component"]) for p in body["parked"]} == {
+            ("forger", "etcd\nstaticpodctl: all good"), ("types", None), ("liar", "kube-apiserver")}
+        assert {(p["node"], p["problem"]) for p in body["problems"]} == {
+            ("deep", "annotation staticpodd.io/parked-detail is not a JSON list of objects"),
+            ("types", "annotation staticpodd.io/parked-detail: field by is not text"),
+            ("types", "annotation staticpodd.io/parked-detail: field component is not text"),
+            ("types", "annotation staticpodd.io/pinned is not text")}
+        return
+    assert not any(line.startswith("staticpodctl: all good") for line in r.out.splitlines()), r.out
+    assert "\x1b" not in r.out + r.err and "\r" not in r.out + r.err
+    assert "etcd\\nstaticpodctl: all good" in r.out and "p\\x1b[2J" in r.out
+    assert any(line.startswith("liar ") and "kube-apiserver" in line for line in r.out.splitlines()), r.out
+
+
 def test_status_cluster_with_the_api_server_down_is_a_clear_error(kubeadm, ctl, api, tmp_path: Path) -> None:
     admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
     api.down = True
@@ -160,7 +201,7 @@ def test_which_journal_events_become_which_node_events() -> None:
                                {"etcd"}, [])
     assert want["staticpodd.io/parked"] == "etcd(broken)" and want["staticpodd.io/pinned"] is None
     assert node_view({"metadata": {"name": "n", "annotations": {"staticpodd.io/parked": "etcd(broken)"}}})["parked"] == [
-        {"component": "etcd", "broken": True}]
+        {"component": "etcd", "broken": True, "by": None, "reason": None, "since": None, "until": None}]
     assert node_view({"metadata": None})["node"] == "?"
 
 
