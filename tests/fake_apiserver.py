@@ -11,6 +11,7 @@ that call, as RBAC would.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -139,3 +140,44 @@ class FakeApiServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+
+
+class SilentApiServer:
+    """An API server that accepts every TCP connection and never answers (a hung kube-apiserver,
+    a black-holing load balancer). ``accepted``: connections made to it so far."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._conns: list[socket.socket] = []
+        self.accepted = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    kubeconfig = FakeApiServer.kubeconfig
+
+    def start(self) -> SilentApiServer:
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(128)
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _addr = self._sock.accept()
+                except OSError:
+                    return
+                self._conns.append(conn)  # kept open, never read nor answered
+                self.accepted += 1
+
+        threading.Thread(target=accept, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        except OSError:
+            pass
+        self._sock.close()
+        for conn in self._conns:
+            conn.close()

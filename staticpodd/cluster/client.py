@@ -10,6 +10,7 @@ that does not publish or read the cluster pays. Objects travel as plain JSON map
 from __future__ import annotations
 
 import json
+import time
 
 from ..errors import StaticpodError
 
@@ -66,11 +67,18 @@ class Api:
     def __init__(self, kubeconfig: str, *, timeout: float = 30.0) -> None:
         client, config = load_client()
         try:
-            api = config.new_client_from_config(config_file=kubeconfig)
+            # no retries: urllib3 would otherwise try a GET that timed out 3 more times, holding
+            # the caller 4 times ``timeout``; the outbox is what retries here, in its own time
+            conf = type.__call__(client.Configuration)  # as the client does: not a copy of its default
+            conf.retries = False
+            api = config.new_client_from_config(config_file=kubeconfig, client_configuration=conf)
         except Exception as exc:  # noqa: BLE001 - the client raises ConfigException, OSError, yaml errors ...
             raise ClusterError(f"{kubeconfig}: cannot use this kubeconfig: {exc}") from None
         self.kubeconfig = kubeconfig
         self.timeout = timeout
+        #: ``time.monotonic()`` after which no call is made (each call's timeout is cut to what is
+        #: left): a verb waits at most ``cluster.timeout`` for the whole flush. None: no deadline.
+        self.deadline: float | None = None
         self.client = client
         self.core = client.CoreV1Api(api)
         self.user = _kubeconfig_user(kubeconfig)
@@ -79,8 +87,13 @@ class Api:
         """``fn(*args, **kw)`` as JSON (a mapping; {} for an empty answer). Raises ClusterError."""
         from kubernetes.client.exceptions import ApiException
 
+        timeout = self.timeout
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0.01:
+                raise ClusterError(f"{what}: no time left to ask the API server (cluster.timeout)")
         try:
-            resp = fn(*args, _preload_content=False, _request_timeout=(self.timeout, self.timeout), **kw)
+            resp = fn(*args, _preload_content=False, _request_timeout=(timeout, timeout), **kw)
         except ApiException as exc:
             raise ClusterError(f"{what}: {api_message(exc)}", status=int(exc.status or 0)) from None
         except Exception as exc:  # noqa: BLE001 - urllib3: connection refused, timeouts, TLS ...

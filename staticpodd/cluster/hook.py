@@ -188,7 +188,7 @@ class ClusterHook:
                 return out
             pub = make_publisher(layout, cfg)
             out["node"] = pub.node_name
-            res = pub.flush()
+            res = pub.flush(deadline=time.monotonic() + limit)
             with Outbox(layout.state_dir, limit=int(cfg.cluster.queue_limit)) as box:
                 left = box.waiting(self.seqs)
             out["state"] = "published" if not left and res["error"] is None else "queued"

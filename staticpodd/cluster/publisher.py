@@ -75,12 +75,13 @@ class Publisher:
             self._api = self._connect()
         return self._api
 
-    def flush(self, *, resync: bool = False) -> dict[str, Any]:
+    def flush(self, *, resync: bool = False, deadline: float | None = None) -> dict[str, Any]:
         """Publish what differs and what waits. Returns ``{"published": n Events, "annotations":
         True when patched, "waiting": n still queued, "error": str | None, "busy": True when
         another process is flushing, "dropped": n Events the API server refused for good}``.
-        ``resync``: patch the annotations even when the last published ones match. Never raises
-        (an unusable outbox is the error)."""
+        ``resync``: patch the annotations even when the last published ones match. ``deadline``
+        (``time.monotonic()``): no API call goes on past it (a verb publishing itself waits at
+        most ``cluster.timeout``). Never raises (an unusable outbox is the error)."""
         result: dict[str, Any] = {"published": 0, "annotations": False, "waiting": 0, "error": None,
                                   "busy": False, "dropped": 0}
         try:
@@ -100,7 +101,7 @@ class Publisher:
                 through = box.last_seq()
                 if box.get("node") != self.node_name:
                     box.set("node", self.node_name)
-                self._flush(box, result, resync)
+                self._flush(box, result, resync, deadline)
                 box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
                 result["waiting"] = box.waiting()
                 box.set("error", result["error"])
@@ -132,6 +133,8 @@ class Publisher:
             try:
                 pod = api.pod(name, ns)
             except ClusterError as exc:
+                if exc.status == 0:  # no answer: the next resync asks again
+                    break
                 if not (exc.status == 403 and NODE_AUTHORIZER_NO_RELATIONSHIP in str(exc)):
                     continue
                 pod = None
@@ -140,7 +143,7 @@ class Publisher:
                     gone.append(f"{ns}/{name}")
         return gone
 
-    def _flush(self, box: Outbox, result: dict[str, Any], resync: bool) -> None:
+    def _flush(self, box: Outbox, result: dict[str, Any], resync: bool, deadline: float | None) -> None:
         from ..errors import StaticpodError
         from .client import ClusterError
 
@@ -162,6 +165,7 @@ class Publisher:
         except StaticpodError as exc:
             result["error"] = str(exc)
             return
+        api.deadline = deadline
         uid = box.get("node_uid")
         if patch:
             try:
@@ -174,6 +178,8 @@ class Publisher:
                 result["error"] = str(exc)
                 if exc.status == 404:
                     result["error"] += f" (is {self.node_name} this node's name? set node_name)"
+                if exc.status == 0:  # no answer at all: the Events would only wait as long again
+                    return
         if dropped:  # older than everything still queued: said first
             try:
                 api.create_event(event_object(dropped_entry(dropped, at=_iso(time.time())), self.node_name, uid,

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_apiserver import FakeApiServer
+from fake_apiserver import FakeApiServer, SilentApiServer
 
 from staticpodd.cluster.outbox import Outbox, outbox_path
 from staticpodd.cluster.view import desired_annotations, entry_for, node_view
@@ -96,6 +97,39 @@ def test_the_queue_is_bounded_and_one_event_says_how_many_were_dropped(kubeadm, 
     assert api.reasons() == ["EventsDropped"] + ["ComponentUnparked", "ComponentParked"] * 5
     assert api.events[0]["message"].startswith("3 staticpodd Event(s) were dropped"), api.events[0]["message"]
     assert _queued(kubeadm) == []
+
+
+@pytest.fixture
+def silent() -> Iterator[SilentApiServer]:
+    server = SilentApiServer().start()
+    yield server
+    server.stop()
+
+
+def test_an_api_server_that_never_answers_holds_a_verb_for_one_cluster_timeout_at_most(kubeadm, ctl,
+                                                                                      silent) -> None:
+    silent.kubeconfig(kubeadm.root / "etc/kubernetes/kubelet.conf")
+    cfg = kubeadm.root / "etc/staticpodd/staticpodd.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text("cluster:\n  publish: true\n  timeout: 0.5\n")
+    for verb in ("park", "unpark"):
+        before, t0 = silent.accepted, time.monotonic()
+        r = ctl(verb, "kube-scheduler", "--json")
+        took = time.monotonic() - t0
+        assert r.rc == 0 and r.json()["ok"] and r.json()["cluster"]["state"] == "queued"
+        assert "cannot reach the API server: timed out" in r.json()["cluster"]["error"]
+        # one call that times out, not one more for each queued Event after it
+        assert silent.accepted - before == 1 and took < 1.5, (silent.accepted - before, took)
+    assert [e["reason"] for e in _queued(kubeadm)] == ["ComponentParked", "ComponentUnparked"]
+
+
+def test_a_get_that_times_out_is_not_asked_again_by_the_http_client(silent, tmp_path: Path) -> None:
+    from staticpodd.cluster.client import Api, ClusterError
+
+    api = Api(str(silent.kubeconfig(tmp_path / "kc")), timeout=0.3)
+    with pytest.raises(ClusterError, match="list nodes: cannot reach the API server: timed out"):
+        api.nodes()
+    assert silent.accepted == 1  # urllib3 retried a GET 3 more times: 4 times the timeout
 
 
 def test_a_refused_patch_is_a_sentence_and_the_verb_stands(kubeadm, ctl, api) -> None:
