@@ -147,17 +147,20 @@ class ClusterHook:
             else:
                 poke(layout)
         except Exception as exc:  # noqa: BLE001 - the verb's own work stands; say why in report()
-            self.error = f"cannot queue for the cluster: {exc}"
+            hint = getattr(exc, "hint", None)
+            self.error = f"cannot queue for the cluster: {exc}" + (f"; {hint}" if hint else "")
 
     def report(self, *, budget: float | None = None) -> dict[str, Any] | None:
         """After a verb: None when it told the cluster nothing; else ``{"state": "published" |
-        "queued", "node", "events", "error"}``. Waits at most ``budget`` seconds (default
+        "queued" | "failed", "node", "events", "error"}`` (``failed``: an entry could not even be
+        queued, an outbox that cannot be used: only the journal has it). Waits at most ``budget`` seconds (default
         ``cluster.timeout``) for the daemon to publish this verb's rows; with no daemon running,
         publishes them in this process. Never raises."""
         if not self.seqs and not self.state_changed and self.error is None:
             return None
         out: dict[str, Any] = {"state": "queued", "node": None, "events": len(self.seqs), "error": self.error}
         if self.error is not None:
+            out["state"] = "failed"
             return out
         try:
             cfg = self._config()
@@ -204,6 +207,8 @@ def report_line(rep: dict[str, Any]) -> str:
     events = f"{rep['events']} Event(s)" if rep.get("events") else "the annotations"
     if rep["state"] == "published":
         return f"  cluster: published{node} ({events})"
+    if rep["state"] == "failed":
+        return f"  cluster: NOT queued{node}: {rep['error']}; the journal has it, the Node will not"
     why = f": {rep['error']}" if rep.get("error") else ""
     return (f"  cluster: queued{node} ({events}){why}; staticpodd publishes it, in order, when the API "
             "server answers")

@@ -20,6 +20,7 @@ import stat
 import time
 from pathlib import Path
 
+from ..errors import StaticpodError
 from ..trust import ensure_dir, problem_of, untrusted
 
 TYPE_CHECKING = False  # typing is for mypy: a changing verb that publishes imports this module
@@ -39,6 +40,48 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+class OutboxCorrupt(StaticpodError):
+    """The outbox file is not a SQLite database SQLite can read (truncated, overwritten)."""
+
+    code = "cluster-outbox-corrupt"
+
+
+class _Db:
+    """The connection, with SQLite's word for a damaged file (``file is not a database``,
+    ``database disk image is malformed``: exactly ``sqlite3.DatabaseError``, not its subclasses
+    such as a busy ``OperationalError``) raised as :class:`OutboxCorrupt` naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None)
+
+    def _corrupt(self, exc: sqlite3.DatabaseError) -> OutboxCorrupt:
+        p = self.path
+        return OutboxCorrupt(
+            f"the cluster outbox cannot be read: {exc}", path=str(p),
+            hint=f"move it aside (mv {p} {p}.bad; rm -f {p}-wal {p}-shm): the next Event starts a new queue; "
+                 "the journal has every Event it held")
+
+    def execute(self, sql: str, args: Any = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is sqlite3.DatabaseError:
+                raise self._corrupt(exc) from None
+            raise
+
+    def executescript(self, sql: str) -> None:
+        try:
+            self._db.executescript(sql)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is sqlite3.DatabaseError:
+                raise self._corrupt(exc) from None
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+
 def outbox_path(state_dir: Path) -> Path:
     """``<state_dir>/cluster-outbox.sqlite``."""
     return Path(state_dir) / FILE_NAME
@@ -46,8 +89,9 @@ def outbox_path(state_dir: Path) -> Path:
 
 class Outbox:
     """One connection to the queue. ``limit``: most rows kept. Raises Untrusted when the file or
-    the state directory could have been written by another user, OSError or sqlite3.Error when it
-    cannot be opened. Use as a context manager or call :meth:`close`."""
+    the state directory could have been written by another user, OutboxCorrupt when SQLite cannot
+    read it (every method may raise it too), OSError or sqlite3.Error when it cannot be opened.
+    Use as a context manager or call :meth:`close`."""
 
     def __init__(self, state_dir: Path, *, limit: int = 1000, create: bool = True) -> None:
         self.path = outbox_path(state_dir)
@@ -67,7 +111,7 @@ class Outbox:
         reason = problem_of(st) if stat.S_ISREG(st.st_mode) else "not a regular file"
         if reason:
             raise untrusted(self.path, "cluster outbox", reason)
-        self._db = sqlite3.connect(str(self.path), timeout=5.0, isolation_level=None)
+        self._db = _Db(self.path)
         # WAL: one fsync per queued row instead of the rollback journal's two (a verb pays it);
         # synchronous stays FULL, so a queued row survives a power cut too
         if create and self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -146,7 +190,7 @@ class Outbox:
         self._db.execute("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", (seq,))
 
     @staticmethod
-    def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    def _meta(db: _Db, key: str) -> str | None:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 

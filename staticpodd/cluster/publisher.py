@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from .outbox import Outbox
+from .outbox import Outbox, OutboxCorrupt
 from .view import desired_annotations, dropped_entry, event_object
 
 TYPE_CHECKING = False  # typing is for mypy only
@@ -90,26 +90,33 @@ class Publisher:
             result["error"] = f"cannot open the cluster outbox: {exc}"
             return result
         with box:
-            lock = os.open(box.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             try:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    result["busy"] = True
-                    result["waiting"] = box.waiting()
-                    return result
-                through = box.last_seq()
-                if box.get("node") != self.node_name:
-                    box.set("node", self.node_name)
-                self._flush(box, result, resync, deadline)
-                box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
-                result["waiting"] = box.waiting()
-                box.set("error", result["error"])
-                if result["error"] is None:
-                    box.set("published_at", _iso(time.time()))
-            finally:
-                os.close(lock)
+                self._flush_locked(box, result, resync, deadline)
+            except OutboxCorrupt as exc:  # a file SQLite opened but cannot read through (truncated)
+                result["error"] = f"cannot read the cluster outbox: {exc}"
         return result
+
+    def _flush_locked(self, box: Outbox, result: dict[str, Any], resync: bool, deadline: float | None) -> None:
+        """:meth:`flush` under the outbox's flock (or, when another process holds it, ``busy``)."""
+        lock = os.open(box.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                result["busy"] = True
+                result["waiting"] = box.waiting()
+                return
+            through = box.last_seq()
+            if box.get("node") != self.node_name:
+                box.set("node", self.node_name)
+            self._flush(box, result, resync, deadline)
+            box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
+            result["waiting"] = box.waiting()
+            box.set("error", result["error"])
+            if result["error"] is None:
+                box.set("published_at", _iso(time.time()))
+        finally:
+            os.close(lock)
 
     def _forget_gone_pins(self) -> list[str]:
         """Drop the records of pinned pods the API server no longer has (deleted, or a new pod

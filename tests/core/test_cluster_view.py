@@ -148,9 +148,40 @@ def test_an_outbox_another_user_could_have_written_is_refused_and_the_verb_stand
     path = outbox_path(kubeadm.root / "var/lib/staticpodd")
     os.chmod(path, 0o666)
     r = ctl("unpark", "kube-scheduler", "--json")
-    assert r.rc == 0 and r.json()["cluster"]["state"] == "queued"
+    assert r.rc == 0 and r.json()["cluster"]["state"] == "failed"
     assert "world-writable" in r.json()["cluster"]["error"] and "cluster outbox" in r.json()["cluster"]["error"]
     assert SCHED in kubeadm.visible()
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "truncated"])
+def test_an_outbox_sqlite_cannot_read_is_named_with_what_to_do_and_the_verb_stands(kubeadm, ctl, api,
+                                                                                  damage: str) -> None:
+    from staticpodd.cluster.hook import make_publisher
+    from staticpodd.config import Config
+    from staticpodd.layout import Layout
+
+    _publish(kubeadm, api)
+    api.down = True
+    for _ in range(20):
+        assert ctl("park", "kube-scheduler").rc == 0 and ctl("unpark", "kube-scheduler").rc == 0
+    path = outbox_path(kubeadm.root / "var/lib/staticpodd")
+    data = path.read_bytes()
+    path.write_bytes(b"x" * 5000 if damage == "overwritten" else data[:len(data) // 2])
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["ok"] and SCHED not in kubeadm.visible()
+    rep = r.json()["cluster"]
+    # not "queued": nothing was, and nothing will publish it
+    assert rep["state"] == "failed" and rep["events"] == 0, rep
+    assert f"{path}: the cluster outbox cannot be read" in rep["error"] and f"mv {path} {path}.bad" in rep["error"]
+    text = ctl("unpark", "kube-scheduler")
+    assert text.rc == 0 and "cluster: NOT queued" in text.out and "journal has it" in text.out, text.out
+    res = make_publisher(Layout.build(kubeadm.root), Config.from_dict({"cluster": {"publish": True}})).flush()
+    assert str(path) in res["error"] and "internal" not in res["error"], res
+    os.rename(path, f"{path}.bad")  # as the hint says: a new queue starts
+    api.down = False
+    assert ctl("park", "kube-scheduler", "--json").json()["cluster"]["state"] == "published"
+    assert path.with_name(path.name + ".bad").read_bytes()[:5000] == (b"x" * 5000 if damage == "overwritten"
+                                                                       else data[:len(data) // 2])[:5000]
 
 
 def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl, api) -> None:
