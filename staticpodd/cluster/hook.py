@@ -56,12 +56,13 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
     name (the kubelet's default). Raises StaticpodError/Untrusted/FileNotFoundError."""
     from ..errors import StaticpodError
     from ..layout import under_root
-    from ..trust import check_path
 
     given = getattr(cfg.cluster, "kubeconfig", None)
     path = under_root(layout.root, given or KUBELET_KUBECONFIG)
     try:
-        check_path(path, "cluster kubeconfig")
+        # the directories too: a user who may rename in one swaps the file for a kubeconfig
+        # whose exec credential plugin the client runs as root
+        trusted_kubeconfig(path, "cluster kubeconfig", parents_up_to=Path(layout.root))
     except FileNotFoundError:
         raise StaticpodError(f"{path}: no kubeconfig to publish the cluster view with",
                              hint="set cluster.kubeconfig, or cluster.publish: false") from None
@@ -75,6 +76,21 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
 
         name = default_node_name()
     return str(path), str(name)
+
+
+def trusted_kubeconfig(path: Path, what: str, *, parents_up_to: Path) -> None:
+    """Refuse (Untrusted) a kubeconfig another user could have written or swapped: the file, and
+    every directory from it up to ``parents_up_to``, as :func:`staticpodd.trust.check_path`
+    checks them; and one that is not a regular file (a FIFO would hold the reader forever). The
+    client runs what a kubeconfig says (``users[].user.exec``), as the caller. Raises
+    FileNotFoundError when it does not exist."""
+    import stat
+
+    from ..trust import check_path, untrusted
+
+    st = check_path(path, what, parents_up_to=parents_up_to)
+    if not stat.S_ISREG(st.st_mode):
+        raise untrusted(path, what, "not a regular file")
 
 
 def make_publisher(layout: Any, cfg: Any) -> Any:

@@ -128,9 +128,9 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
     import os
     from pathlib import Path
 
+    from ..cluster.hook import trusted_kubeconfig
     from ..errors import StaticpodError
     from ..layout import under_root
-    from ..trust import check_path
 
     path = getattr(args, "kubeconfig", None)
     if not path and os.environ.get("KUBECONFIG"):
@@ -140,7 +140,7 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
     if not path:
         path = str(under_root(build_layout(args).root, "/etc/kubernetes/admin.conf"))
     try:
-        check_path(Path(path), "kubeconfig")
+        trusted_kubeconfig(Path(path), "kubeconfig", parents_up_to=Path("/"))
     except FileNotFoundError:
         raise StaticpodError(f"{path}: no such kubeconfig",
                              hint="pass one that may list Nodes with --kubeconfig") from None

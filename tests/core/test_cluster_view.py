@@ -192,6 +192,38 @@ def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl, 
     assert "another user could have written it" in r.json()["cluster"]["error"]
 
 
+def test_a_kubeconfig_in_a_directory_another_user_may_rename_in_is_not_used_nor_its_exec_run(
+        kubeadm, ctl, api) -> None:
+    import yaml
+
+    _publish(kubeadm, api)
+    kc = kubeadm.root / "etc/kubernetes/kubelet.conf"
+    marker = kubeadm.root / "ran-as-root"
+    doc = yaml.safe_load(kc.read_text())  # what a user who swapped the file would write
+    doc["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh",
+                                        "args": ["-c", f"touch {marker}; echo '{{}}'"]}}
+    kc.write_text(yaml.safe_dump(doc))
+    os.chmod(kc.parent, 0o775)
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["ok"] and r.json()["cluster"]["state"] == "queued"
+    assert "directory holding the cluster kubeconfig" in r.json()["cluster"]["error"], r.json()["cluster"]
+    assert not marker.exists() and api.calls == []
+
+
+def test_a_kubeconfig_that_is_a_fifo_is_refused_not_waited_on(kubeadm, ctl_proc, api, tmp_path: Path) -> None:
+    _publish(kubeadm, api)
+    kc = kubeadm.root / "etc/kubernetes/kubelet.conf"
+    kc.unlink()
+    os.mkfifo(kc, 0o600)
+    r = ctl_proc("park", "kube-scheduler", "--json", timeout=20)
+    assert r.returncode == 0 and json.loads(r.stdout)["cluster"]["state"] == "queued"
+    assert "not a regular file" in json.loads(r.stdout)["cluster"]["error"]
+    fifo = tmp_path / "admin.fifo"
+    os.mkfifo(fifo, 0o600)
+    r = ctl_proc("status", "--cluster", "--kubeconfig", str(fifo), timeout=20)
+    assert r.returncode != 0 and "not a regular file" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_status_cluster_lists_every_parked_component_and_reads_bad_annotations_as_problems(
         kubeadm, ctl, api, tmp_path: Path) -> None:
     _publish(kubeadm, api)
