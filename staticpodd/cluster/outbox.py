@@ -141,9 +141,17 @@ class Outbox:
             (count,) = db.execute("SELECT COUNT(*) FROM outbox").fetchone()
             over = int(count) - self.limit
             if over > 0:
+                (through,) = db.execute("SELECT MAX(seq) FROM (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
+                                        (over,)).fetchone()
                 db.execute("DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)", (over,))
                 dropped = int(self._meta(db, "dropped") or 0) + over
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped', ?)", (str(dropped),))
+                # what names the EventsDropped Event: the same at every retry of it, another for
+                # the next drops (see take_dropped)
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped_through', ?)", (str(through),))
+                if self._meta(db, "dropped_at") is None:
+                    db.execute("INSERT INTO meta (key, value) VALUES ('dropped_at', ?)",
+                               (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -205,9 +213,27 @@ class Outbox:
         else:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def take_dropped(self) -> int:
-        """The count of dropped entries, reset to 0."""
-        n = int(self.get("dropped") or 0)
-        if n:
-            self.set("dropped", None)
-        return n
+    def dropped(self) -> tuple[int, str | None, int]:
+        """``(count, at, through)``: how many entries were dropped since the last EventsDropped
+        Event, when the first of them was (ISO 8601 UTC, None when unknown) and the highest
+        dropped ``seq``. ``at`` and ``through`` name that Event, so a retry after a lost answer
+        meets it (409) and later drops make another."""
+        return (int(self.get("dropped") or 0), self.get("dropped_at"), int(self.get("dropped_through") or 0))
+
+    def take_dropped(self, n: int) -> None:
+        """``n`` dropped entries were said (an EventsDropped Event was created): count them off.
+        Entries dropped meanwhile stay counted, for another Event."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            left = int(self._meta(db, "dropped") or 0) - n
+            if left > 0:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped', ?)", (str(left),))
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped_at', ?)",
+                           (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+            else:
+                db.execute("DELETE FROM meta WHERE key IN ('dropped', 'dropped_at', 'dropped_through')")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise

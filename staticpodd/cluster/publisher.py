@@ -162,7 +162,7 @@ class Publisher:
             want = None
             result["error"] = f"cannot read the parks and pins: {exc}"
         want_text = json.dumps(want, sort_keys=True) if want is not None else None
-        dropped = int(box.get("dropped") or 0)
+        dropped, dropped_at, dropped_through = box.dropped()
         pending = box.pending()
         patch = want is not None and (resync or want_text != box.get("annotations"))
         if not patch and not pending and not dropped:
@@ -189,12 +189,12 @@ class Publisher:
                     return
         if dropped:  # older than everything still queued: said first
             try:
-                api.create_event(event_object(dropped_entry(dropped, at=_iso(time.time())), self.node_name, uid,
-                                              seq=0))
+                api.create_event(event_object(dropped_entry(dropped, at=dropped_at or _iso(time.time())),
+                                              self.node_name, uid, seq=f"d{dropped_through}"))
             except ClusterError as exc:
                 result["error"] = result["error"] or str(exc)
                 return
-            box.take_dropped()
+            box.take_dropped(dropped)
         for seq, entry in pending:
             try:
                 api.create_event(event_object(entry, self.node_name, uid, seq=seq))

@@ -105,10 +105,11 @@ def desired_annotations(parks: Iterable[Mapping[str, Any]], broken: Iterable[str
     return out
 
 
-def event_object(entry: Mapping[str, Any], node: str, node_uid: str | None, *, seq: int) -> dict[str, Any]:
+def event_object(entry: Mapping[str, Any], node: str, node_uid: str | None, *, seq: int | str) -> dict[str, Any]:
     """The core/v1 Event for one queue ``entry`` on Node ``node`` (``node_uid``: the Node's
     ``metadata.uid``; ``seq``: the entry's queue number, part of the name so a retry after a
-    lost answer cannot create the same Event twice: the API server answers 409)."""
+    lost answer cannot create the same Event twice: the API server answers 409; ``dNNN`` for
+    the EventsDropped Event whose last dropped entry was ``NNN``)."""
     stamp = str(entry.get("at") or "")
     name = f"{node}.staticpodd.{stamp.replace(':', '').replace('-', '').lower()}.{seq}"[:253]
     return {

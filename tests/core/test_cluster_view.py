@@ -132,6 +132,40 @@ def test_a_get_that_times_out_is_not_asked_again_by_the_http_client(silent, tmp_
     assert silent.accepted == 1  # urllib3 retried a GET 3 more times: 4 times the timeout
 
 
+def test_the_events_dropped_event_is_made_once_across_a_crash_and_again_for_later_drops(kubeadm, api,
+                                                                                       monkeypatch) -> None:
+    from staticpodd.cluster.hook import make_publisher
+    from staticpodd.config import Config
+    from staticpodd.layout import Layout
+
+    _publish(kubeadm, api)
+    state = kubeadm.root / "var/lib/staticpodd"
+    pub = make_publisher(Layout.build(kubeadm.root), Config.from_dict({"cluster": {"publish": True,
+                                                                                  "queue_limit": 10}}))
+    entry = {"reason": "ComponentParked", "type": "Warning", "message": "m", "at": "2026-12-04T06:00:00Z"}
+    with Outbox(state, limit=10) as box:
+        for _ in range(13):
+            box.put(entry)
+    # the process dies after the API server took the EventsDropped Event, before it was counted off
+    def die(self: Outbox, *n: int) -> None:
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(Outbox, "take_dropped", die)
+    with pytest.raises(SystemExit):
+        pub.flush()
+    monkeypatch.undo()
+    time.sleep(1.1)  # the retry comes in another second
+    assert pub.flush()["error"] is None
+    assert api.reasons() == ["EventsDropped"] + ["ComponentParked"] * 10
+    # more drops, published within the same second as the first notice: a second notice, not a 409
+    with Outbox(state, limit=10) as box:
+        for _ in range(12):
+            box.put(entry)
+    assert pub.flush()["error"] is None
+    assert api.reasons() == ["EventsDropped"] + ["ComponentParked"] * 10 + ["EventsDropped"] + ["ComponentParked"] * 10
+    assert api.events[0]["message"].startswith("3 ") and api.events[11]["message"].startswith("2 ")
+
+
 def test_a_refused_patch_is_a_sentence_and_the_verb_stands(kubeadm, ctl, api) -> None:
     _publish(kubeadm, api)
     api.forbid = {"patch-node"}
