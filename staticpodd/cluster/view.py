@@ -69,10 +69,15 @@ def entry_for(event_name: str, message: str, fields: Mapping[str, Any], *, at: s
     reason, kind = rule
     if event_name == "UNPARKED" and fields.get("action") == "discard":
         reason = "ParkDiscarded"
+    from ..termsafe import one_line, printable_name
+
     actor = str(fields.get("actor") or "")
     text = message
     if actor and actor not in text:
         text += f" (by {actor})"
+    # one line of valid UTF-8, as the journal's MESSAGE: a file name in it (a stray's) must not
+    # forge lines or move the cursor in `kubectl describe node`, nor be refused by the API server
+    text = one_line(printable_name(text))
     return {"reason": reason, "type": kind, "message": text[:MAX_MESSAGE],
             "component": fields.get("component"), "actor": actor or None, "at": at}
 

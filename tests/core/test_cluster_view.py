@@ -58,6 +58,17 @@ def test_a_park_is_on_the_node_as_annotations_and_an_event_and_the_verb_says_pub
     assert _queued(kubeadm) == []
 
 
+def test_an_event_message_is_one_printable_line_whatever_file_name_it_holds() -> None:
+    # a stray's name comes from the directory: it may hold a newline, ESC, bytes that are not UTF-8
+    name = "x.yaml\nWarning  NodeReady  all good\x1b[2J\udcff"
+    entry = entry_for("STRAY_QUARANTINED", f"moved stray {name} to /q", {"actor": "root\x1b[0m"},
+                      at="2026-12-04T06:00:00Z")
+    assert entry is not None
+    message = entry["message"]
+    assert "\n" not in message and "\x1b" not in message and "x.yaml\\nWarning" in message, message
+    assert message.encode("utf-8")  # no lone surrogate: valid UTF-8 for the API server and kubectl
+
+
 def test_with_publishing_off_nothing_is_queued_or_asked(kubeadm, ctl, api) -> None:
     api.kubeconfig(kubeadm.root / "etc/kubernetes/kubelet.conf")
     r = ctl("park", "kube-scheduler", "--json")
