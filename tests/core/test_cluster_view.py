@@ -177,6 +177,34 @@ def test_the_events_dropped_event_is_made_once_across_a_crash_and_again_for_late
     assert api.events[0]["message"].startswith("3 ") and api.events[11]["message"].startswith("2 ")
 
 
+def test_a_long_queue_is_read_a_batch_at_a_time_and_goes_out_whole_in_order(kubeadm, api, monkeypatch) -> None:
+    from staticpodd.cluster.hook import make_publisher
+    from staticpodd.config import Config
+    from staticpodd.layout import Layout
+
+    _publish(kubeadm, api)
+    state = kubeadm.root / "var/lib/staticpodd"
+    with Outbox(state) as box:
+        for i in range(250):
+            box.put({"reason": "ComponentParked", "type": "Warning", "message": f"m{i}", "at": "2026-12-04T06:00:00Z"})
+    read: list[int] = []
+    pending = Outbox.pending
+
+    def counting(self: Outbox, limit: int | None = None) -> list:
+        rows = pending(self, limit)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(Outbox, "pending", counting)
+    pub = make_publisher(Layout.build(kubeadm.root), Config.from_dict({"cluster": {"publish": True}}))
+    api.down = True  # a retry while the API server is away reads one batch, not the whole queue
+    assert pub.flush()["waiting"] == 250 and read == [100], read
+    api.down = False
+    assert pub.flush()["published"] == 250
+    assert [e["message"] for e in api.events] == [f"m{i}" for i in range(250)]
+    assert max(read) == 100
+
+
 def test_a_refused_patch_is_a_sentence_and_the_verb_stands(kubeadm, ctl, api) -> None:
     _publish(kubeadm, api)
     api.forbid = {"patch-node"}
