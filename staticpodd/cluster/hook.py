@@ -207,7 +207,13 @@ class ClusterHook:
                 return out
             pub = make_publisher(layout, cfg)
             out["node"] = pub.node_name
-            res = pub.flush(deadline=time.monotonic() + limit)
+            end = time.monotonic() + limit
+            res = pub.flush(deadline=end)
+            # another verb is flushing: it may have read the queue before this verb's rows; wait
+            # for it and look again (within the budget), so that nothing is left for no one
+            while res["busy"] and time.monotonic() < end:
+                time.sleep(0.01)
+                res = pub.flush(deadline=end)
             with Outbox(layout.state_dir, limit=int(cfg.cluster.queue_limit)) as box:
                 left = box.waiting(self.seqs)
             out["state"] = "published" if not left and res["error"] is None else "queued"

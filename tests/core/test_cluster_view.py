@@ -205,6 +205,33 @@ def test_a_long_queue_is_read_a_batch_at_a_time_and_goes_out_whole_in_order(kube
     assert max(read) == 100
 
 
+def test_verbs_at_once_with_no_daemon_each_see_their_event_published_in_order(kubeadm, ctl_proc, api) -> None:
+    import threading
+
+    _publish(kubeadm, api)
+    said: list[str] = []
+
+    def operator(component: str) -> None:
+        for i in range(4):
+            for verb in ("park", "unpark"):
+                r = ctl_proc(verb, component, "--reason", f"{component}-{i}", "--json")
+                said.append(json.loads(r.stdout)["cluster"]["state"])
+
+    both = [threading.Thread(target=operator, args=(c,)) for c in ("kube-scheduler", "kube-controller-manager")]
+    for t in both:
+        t.start()
+    for t in both:
+        t.join()
+    # a verb that found another one flushing waited for it rather than leaving its row to no one
+    assert said == ["published"] * 16, said
+    assert _queued(kubeadm) == [] and len({e["metadata"]["name"] for e in api.events}) == 16
+    for c in ("kube-scheduler", "kube-controller-manager"):
+        assert [e["reason"] for e in api.events if f"{c}-" in e["message"]] == [
+            "ComponentParked", "ComponentUnparked"] * 4
+        assert [int(e["message"].split(f"{c}-")[1][0]) for e in api.events if f"{c}-" in e["message"]] == [
+            i for i in range(4) for _ in (0, 1)]
+
+
 def test_a_refused_patch_is_a_sentence_and_the_verb_stands(kubeadm, ctl, api) -> None:
     _publish(kubeadm, api)
     api.forbid = {"patch-node"}
