@@ -5,7 +5,7 @@ without Go: the real API server, its node authorizer and NodeRestriction are met
 tests/controlplane/test_cp_cluster_view.py.
 
 ``down = True`` makes it refuse every call with 503; ``forbid = {"patch-node"}`` answers 403 to
-that call, as RBAC would.
+that call, as RBAC would; ``invalid = {"create-event"}`` answers 422, as validation would.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class FakeApiServer:
         self.calls: list[tuple[str, str]] = []
         self.down = False
         self.forbid: set[str] = set()
+        self.invalid: set[str] = set()
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -110,6 +111,8 @@ class FakeApiServer:
                 if parts[:4] == ["api", "v1", "namespaces", "default"] and parts[4:5] == ["events"] and method == "POST":
                     if "create-event" in api.forbid:
                         return self._status(403, "events is forbidden")
+                    if "create-event" in api.invalid:
+                        return self._status(422, "Event is invalid: metadata.name: Invalid value")
                     ev = self._body()
                     if any(e["metadata"]["name"] == ev["metadata"]["name"] for e in api.events):
                         return self._status(409, "already exists")

@@ -169,9 +169,10 @@ class ClusterHook:
     def report(self, *, budget: float | None = None) -> dict[str, Any] | None:
         """After a verb: None when it told the cluster nothing; else ``{"state": "published" |
         "queued" | "failed", "node", "events", "error"}`` (``failed``: an entry could not even be
-        queued, an outbox that cannot be used: only the journal has it). Waits at most ``budget`` seconds (default
-        ``cluster.timeout``) for the daemon to publish this verb's rows; with no daemon running,
-        publishes them in this process. Never raises."""
+        queued, an outbox that cannot be used, or the API server refused its Event for good: only
+        the journal has it). Waits at most ``budget`` seconds (default ``cluster.timeout``) for
+        the daemon to publish this verb's rows; with no daemon running, publishes them in this
+        process. Never raises."""
         if not self.seqs and not self.state_changed and self.error is None:
             return None
         out: dict[str, Any] = {"state": "queued", "node": None, "events": len(self.seqs), "error": self.error}
@@ -204,6 +205,9 @@ class ClusterHook:
                     out["error"] = box.get("error")
                     out["state"] = "published" if not left and out["error"] is None else "queued"
                     out["node"] = box.get("node")  # the daemon's word: no kubeconfig (nor YAML) read here
+                    refused = box.refusals(self.seqs)
+                if refused:
+                    out["state"], out["error"] = "failed", refused[0]
                 return out
             pub = make_publisher(layout, cfg)
             out["node"] = pub.node_name
@@ -216,8 +220,11 @@ class ClusterHook:
                 res = pub.flush(deadline=end)
             with Outbox(layout.state_dir, limit=int(cfg.cluster.queue_limit)) as box:
                 left = box.waiting(self.seqs)
+                refused = box.refusals(self.seqs)
             out["state"] = "published" if not left and res["error"] is None else "queued"
             out["error"] = res["error"]
+            if refused:
+                out["state"], out["error"] = "failed", refused[0]
         except Exception as exc:  # noqa: BLE001 - Untrusted, StaticpodError, OSError ...
             out["error"] = str(exc)
         return out
@@ -230,7 +237,7 @@ def report_line(rep: dict[str, Any]) -> str:
     if rep["state"] == "published":
         return f"  cluster: published{node} ({events})"
     if rep["state"] == "failed":
-        return f"  cluster: NOT queued{node}: {rep['error']}; the journal has it, the Node will not"
+        return f"  cluster: NOT published{node}: {rep['error']}; the journal has it, the Node will not"
     why = f": {rep['error']}" if rep.get("error") else ""
     return (f"  cluster: queued{node} ({events}){why}; staticpodd publishes it, in order, when the API "
             "server answers")

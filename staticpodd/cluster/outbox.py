@@ -193,6 +193,35 @@ class Outbox:
         """Delete a published entry."""
         self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
 
+    def refused(self, seq: int, why: str) -> None:
+        """Delete an entry the API server refused for good (400, 413, 422), keeping ``why`` for
+        the verb that queued it (:meth:`refusals`; the last 100 are kept)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            try:
+                kept = json.loads(self._meta(db, "refused") or "{}")
+            except ValueError:
+                kept = {}
+            if not isinstance(kept, dict):
+                kept = {}
+            kept[str(seq)] = why
+            kept = dict(sorted(kept.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)[-100:])
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('refused', ?)", (json.dumps(kept),))
+            db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def refusals(self, seqs: list[int]) -> list[str]:
+        """Why the API server refused those of ``seqs`` it refused for good (see :meth:`refused`)."""
+        try:
+            kept = json.loads(self.get("refused") or "{}")
+        except ValueError:
+            return []
+        return [str(kept[str(s)]) for s in seqs if isinstance(kept, dict) and str(s) in kept]
+
     def attempted(self, seq: int) -> None:
         """Count one failed attempt at an entry."""
         self._db.execute("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", (seq,))

@@ -83,12 +83,13 @@ class Publisher:
     def flush(self, *, resync: bool = False, deadline: float | None = None) -> dict[str, Any]:
         """Publish what differs and what waits. Returns ``{"published": n Events, "annotations":
         True when patched, "waiting": n still queued, "error": str | None, "busy": True when
-        another process is flushing, "dropped": n Events the API server refused for good}``.
+        another process is flushing, "dropped": n Events the API server refused for good, "refused":
+        why, one sentence for each}``.
         ``resync``: patch the annotations even when the last published ones match. ``deadline``
         (``time.monotonic()``): no API call goes on past it (a verb publishing itself waits at
         most ``cluster.timeout``). Never raises (an unusable outbox is the error)."""
         result: dict[str, Any] = {"published": 0, "annotations": False, "waiting": 0, "error": None,
-                                  "busy": False, "dropped": 0}
+                                  "busy": False, "dropped": 0, "refused": []}
         try:
             box = Outbox(self.state_dir, limit=self.limit)
         except Exception as exc:  # noqa: BLE001 - Untrusted, OSError, sqlite3.Error
@@ -205,9 +206,11 @@ class Publisher:
                 try:
                     api.create_event(event_object(entry, self.node_name, uid, seq=seq))
                 except ClusterError as exc:
-                    if exc.status in DROP_STATUSES:
-                        box.done(seq)
+                    if exc.status in DROP_STATUSES:  # never taken as it is: dropped, and said
+                        why = f"the API server refused Event {entry.get('reason')} for good: {exc}"
+                        box.refused(seq, why)
                         result["dropped"] += 1
+                        result["refused"].append(why)
                         continue
                     box.attempted(seq)
                     result["error"] = result["error"] or str(exc)

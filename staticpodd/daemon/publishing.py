@@ -172,6 +172,9 @@ class ClusterPublishing:
                        "busy": False}
             if run.stop.is_set():  # a reload or the end came while this flush waited: say nothing
                 return
+            for why in res.get("refused") or []:  # dropped for good: each one said, not only the first
+                self._log(Event.CLUSTER_PUBLISH_FAILED, f"{why}; it is dropped (the journal has it)",
+                          priority=WARNING, node=publisher.node_name, error="cluster-refused")
             if res.get("busy"):
                 delay = RETRY_MIN  # another process flushes; look again soon
             elif res["error"]:

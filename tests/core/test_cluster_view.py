@@ -232,6 +232,20 @@ def test_verbs_at_once_with_no_daemon_each_see_their_event_published_in_order(ku
             i for i in range(4) for _ in (0, 1)]
 
 
+def test_an_event_the_api_server_refuses_for_good_is_dropped_and_the_verb_says_not_published(
+        kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    api.invalid = {"create-event"}
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["ok"] and SCHED not in kubeadm.visible()
+    rep = r.json()["cluster"]
+    assert rep["state"] == "failed" and "refused Event ComponentParked for good" in rep["error"], rep
+    assert "Event is invalid" in rep["error"] and _queued(kubeadm) == []  # dropped: it would block the queue
+    api.invalid = set()
+    text = ctl("unpark", "kube-scheduler")
+    assert "cluster: published" in text.out and api.reasons() == ["ComponentUnparked"]
+
+
 def test_a_refused_patch_is_a_sentence_and_the_verb_stands(kubeadm, ctl, api) -> None:
     _publish(kubeadm, api)
     api.forbid = {"patch-node"}
@@ -274,7 +288,7 @@ def test_an_outbox_sqlite_cannot_read_is_named_with_what_to_do_and_the_verb_stan
     assert rep["state"] == "failed" and rep["events"] == 0, rep
     assert f"{path}: the cluster outbox cannot be read" in rep["error"] and f"mv {path} {path}.bad" in rep["error"]
     text = ctl("unpark", "kube-scheduler")
-    assert text.rc == 0 and "cluster: NOT queued" in text.out and "journal has it" in text.out, text.out
+    assert text.rc == 0 and "cluster: NOT published" in text.out and "journal has it" in text.out, text.out
     res = make_publisher(Layout.build(kubeadm.root), Config.from_dict({"cluster": {"publish": True}})).flush()
     assert str(path) in res["error"] and "internal" not in res["error"], res
     os.rename(path, f"{path}.bad")  # as the hint says: a new queue starts

@@ -127,3 +127,16 @@ def test_a_reload_does_not_wait_for_a_flush_stuck_on_a_silent_api_server_and_the
         assert "Traceback" not in d.stderr
     finally:
         silent.stop()
+
+
+def test_an_event_the_api_server_refuses_for_good_is_said_in_the_journal_and_by_the_verb(
+        short_tmp: Path, api: FakeApiServer, run_daemon) -> None:
+    root = _root(short_tmp, api)
+    d = run_daemon(root)
+    d.wait_ready()
+    api.invalid = {"create-event"}
+    r = staticpodctl(root, "park", "kube-scheduler", "--reason", "drill", "--json")
+    rep = json.loads(r.stdout)["cluster"]
+    assert r.returncode == 0 and rep["state"] == "failed" and "Event is invalid" in rep["error"], rep
+    entry = wait_journal(root, "CLUSTER_PUBLISH_FAILED", lambda e: "refused Event ComponentParked" in e["MESSAGE"])
+    assert entry["PRIORITY"] == "4" and "dropped" in entry["MESSAGE"]
