@@ -34,6 +34,7 @@ class FakeApiServer:
         self.down = False
         self.forbid: set[str] = set()
         self.invalid: set[str] = set()
+        self.forbid_message: str | None = None  # what a 403 for patch-node says instead
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -95,7 +96,7 @@ class FakeApiServer:
                         return self._send(200, node)
                     if method == "PATCH":
                         if "patch-node" in api.forbid:
-                            return self._status(403, f'nodes "{parts[3]}" is forbidden: not allowed')
+                            return self._status(403, api.forbid_message or f'nodes "{parts[3]}" is forbidden: not allowed')
                         # a JSON merge patch; clients older than 25 send a strategic merge patch,
                         # which treats a map the same
                         assert self.headers.get("Content-Type") in ("application/merge-patch+json",

@@ -48,16 +48,19 @@ def load_client() -> tuple[Any, Any]:
 
 
 def api_message(exc: Any) -> str:
-    """The API server's own ``message`` from an ApiException (else its status and reason)."""
+    """The API server's own ``message`` from an ApiException (else its status and reason), as one
+    line of valid UTF-8 (it may quote names others chose: it must not forge a line of output)."""
+    from ..termsafe import one_line, printable_name
+
     body = getattr(exc, "body", None)
     if body:
         try:
             doc = json.loads(body)
             if isinstance(doc, dict) and doc.get("message"):
-                return str(doc["message"])[:500]
-        except ValueError:
+                return one_line(printable_name(str(doc["message"])[:500]))
+        except (ValueError, RecursionError):
             pass
-    return f"{getattr(exc, 'status', '')} {getattr(exc, 'reason', '') or exc}".strip()
+    return one_line(printable_name(f"{getattr(exc, 'status', '')} {getattr(exc, 'reason', '') or exc}".strip()))
 
 
 class Api:

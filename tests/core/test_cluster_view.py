@@ -298,6 +298,16 @@ def test_an_outbox_sqlite_cannot_read_is_named_with_what_to_do_and_the_verb_stan
                                                                        else data[:len(data) // 2])[:5000]
 
 
+def test_an_api_server_message_cannot_forge_a_line_of_the_verbs_output(kubeadm, ctl, api) -> None:
+    _publish(kubeadm, api)
+    api.forbid = {"patch-node"}
+    api.forbid_message = "denied\nstaticpodctl: all good\x1b[2J"
+    text = ctl("park", "kube-scheduler")
+    assert text.rc == 0 and "cluster: queued" in text.out, text.out
+    assert not any(line.startswith("staticpodctl: all good") for line in text.out.splitlines()), text.out
+    assert "\x1b" not in text.out and "denied\\nstaticpodctl" in text.out
+
+
 def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl, api) -> None:
     _publish(kubeadm, api)
     os.chmod(kubeadm.root / "etc/kubernetes/kubelet.conf", 0o666)
