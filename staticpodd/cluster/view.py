@@ -147,6 +147,10 @@ PARKED_FIELDS = ("component", "by", "reason", "since", "until")
 PINNED_FIELDS = ("namespace", "name", "uid", "node", "by", "since")
 #: The longest text kept from one field of an annotation (a Node's annotations may hold 256 KiB).
 MAX_FIELD = 256
+#: The most items read from one annotation: a node has a few parks and pins, and each pinned
+#: pod read back costs ``status --cluster`` a call to the API server (256 KiB of ``a/b,`` would
+#: be 60000 calls and lines).
+MAX_ITEMS = 200
 
 
 def _field(value: Any) -> tuple[str | None, bool]:
@@ -224,5 +228,9 @@ def node_view(node: Mapping[str, Any]) -> dict[str, Any]:
                 elif "/" in word:
                     ns, _, pod = word.partition("/")
                     items.append({**dict.fromkeys(fields), "namespace": ns, "name": pod, "bare": False})
+        if len(items) > MAX_ITEMS:
+            problems.append(f"annotation {detail_key if detail is not None else summary_key} lists "
+                            f"{len(items)} items; only the first {MAX_ITEMS} are read")
+            items = items[:MAX_ITEMS]
         out[key] = items
     return out

@@ -383,6 +383,17 @@ HOSTILE_NODES = {
 }
 
 
+def test_status_cluster_reads_a_bounded_number_of_items_from_a_node(kubeadm, ctl, api, tmp_path: Path) -> None:
+    api.nodes["node-2"]["metadata"]["annotations"] = {
+        "staticpodd.io/pinned": ",".join(f"ns/pod-{i}" for i in range(1000))}
+    admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+    r = ctl("status", "--cluster", "--kubeconfig", str(admin), "--json")
+    assert r.rc == 0, r.err
+    assert len(r.json()["pinned"]) == 200 and sum(1 for _m, path in api.calls if "/pods/" in path) == 200
+    assert r.json()["problems"] == [{"node": "node-2", "problem": "annotation staticpodd.io/pinned lists 1000 items; "
+                                                                  "only the first 200 are read"}]
+
+
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_status_cluster_reads_hostile_annotations_as_problems_never_as_output_lines_or_a_crash(
         kubeadm, ctl, api, tmp_path: Path, as_json: bool) -> None:
