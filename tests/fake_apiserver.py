@@ -35,6 +35,7 @@ class FakeApiServer:
         self.forbid: set[str] = set()
         self.invalid: set[str] = set()
         self.forbid_message: str | None = None  # what a 403 for patch-node says instead
+        self.raw_node_list: bytes | None = None  # the bytes a list of Nodes answers instead
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -87,6 +88,13 @@ class FakeApiServer:
                     return self._status(503, "the stand-in API server is down")
                 parts = path.strip("/").split("/")
                 if parts[:3] == ["api", "v1", "nodes"]:
+                    if len(parts) == 3 and method == "GET" and api.raw_node_list is not None:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(api.raw_node_list)))
+                        self.end_headers()
+                        self.wfile.write(api.raw_node_list)
+                        return None
                     if len(parts) == 3 and method == "GET":
                         return self._send(200, {"kind": "NodeList", "items": list(api.nodes.values())})
                     node = api.nodes.get(parts[3]) if len(parts) > 3 else None

@@ -104,7 +104,7 @@ class Api:
         data = resp.data
         try:
             return json.loads(data) if data else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python recurses
             raise ClusterError(f"{what}: the API server answered something that is not JSON") from None
 
     def node(self, name: str) -> dict[str, Any] | None:

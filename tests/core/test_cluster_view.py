@@ -418,6 +418,14 @@ def test_status_cluster_reads_hostile_annotations_as_problems_never_as_output_li
     assert any(line.startswith("liar ") and "kube-apiserver" in line for line in r.out.splitlines()), r.out
 
 
+def test_status_cluster_with_an_answer_nested_too_deep_is_a_clear_error(kubeadm, ctl, api, tmp_path: Path) -> None:
+    admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+    api.raw_node_list = b'{"items": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+    r = ctl("status", "--cluster", "--kubeconfig", str(admin))
+    assert r.rc == 1 and "list nodes: the API server answered something that is not JSON" in r.err, r.err
+    assert "internal error" not in r.err
+
+
 def test_status_cluster_with_the_api_server_down_is_a_clear_error(kubeadm, ctl, api, tmp_path: Path) -> None:
     admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
     api.down = True
