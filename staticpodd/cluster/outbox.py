@@ -111,6 +111,14 @@ class Outbox:
         reason = problem_of(st) if stat.S_ISREG(st.st_mode) else "not a regular file"
         if reason:
             raise untrusted(self.path, "cluster outbox", reason)
+        for side in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
+            try:  # SQLite opens these by name: the same rule, said with the file's name
+                sst = os.lstat(side)
+            except FileNotFoundError:
+                continue
+            reason = problem_of(sst) if stat.S_ISREG(sst.st_mode) else "not a regular file (a symlink?)"
+            if reason:
+                raise untrusted(side, "cluster outbox's " + side.name.rsplit("-", 1)[1] + " file", reason)
         self._db = _Db(self.path)
         # WAL: one fsync per queued row instead of the rollback journal's two (a verb pays it);
         # synchronous stays FULL, so a queued row survives a power cut too

@@ -309,6 +309,27 @@ def test_an_api_server_message_cannot_forge_a_line_of_the_verbs_output(kubeadm, 
     assert "\x1b" not in text.out and "denied\\nstaticpodctl" in text.out
 
 
+@pytest.mark.parametrize("plant", ["-wal symlink", "-shm symlink", "-wal of another user"])
+def test_an_outbox_wal_or_shm_another_user_could_have_planted_is_refused_and_nothing_is_written_through_it(
+        kubeadm, ctl, api, tmp_path: Path, plant: str) -> None:
+    _publish(kubeadm, api)
+    assert ctl("park", "kube-scheduler").rc == 0  # the outbox exists, its WAL checkpointed away
+    path = outbox_path(kubeadm.root / "var/lib/staticpodd")
+    suffix, how = plant.split(" ", 1)
+    side = path.with_name(path.name + suffix)
+    victim = tmp_path / "precious"
+    victim.write_bytes(b"precious\n")
+    if how == "symlink":
+        side.symlink_to(victim)
+    else:
+        side.write_bytes(b"")
+        os.chown(side, 65534, 65534)
+    r = ctl("unpark", "kube-scheduler", "--json")
+    assert r.rc == 0 and r.json()["ok"] and SCHED in kubeadm.visible()
+    assert r.json()["cluster"]["state"] == "failed" and str(side) in r.json()["cluster"]["error"], r.json()["cluster"]
+    assert victim.read_bytes() == b"precious\n"
+
+
 def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl, api) -> None:
     _publish(kubeadm, api)
     os.chmod(kubeadm.root / "etc/kubernetes/kubelet.conf", 0o666)
