@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import time
 
 from ..errors import EXIT_OK
@@ -147,6 +148,11 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
     return path
 
 
+#: A namespace (RFC 1123 label) and a pod name (RFC 1123 subdomain), as the API server validates them.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
     """``status --cluster``: every parked component and pinned pod on every Node, from the
     annotations each node's staticpodd keeps (:mod:`staticpodd.cluster.view`). Read-only; exit 0
@@ -163,7 +169,10 @@ def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
     parked = [{**p, "node": v["node"]} for v in nodes for p in v["parked"]]
     pinned = [{**p, "annotated_on": v["node"]} for v in nodes for p in v["pinned"]]
     for p in pinned:  # is the pinned pod still there (same uid)? only when we may look
-        if not p.get("namespace") or not p.get("name"):
+        # only names a pod can have: ".." would make the client ask for another path (urllib3
+        # removes dot segments: namespace ".." and name ".." read /api/v1/)
+        if not _DNS_LABEL.fullmatch(str(p.get("namespace") or "")) or \
+                not _DNS_SUBDOMAIN.fullmatch(str(p.get("name") or "")):
             continue
         try:
             pod = api.pod(str(p["name"]), str(p["namespace"]))

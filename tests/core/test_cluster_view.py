@@ -415,6 +415,18 @@ def test_status_cluster_reads_a_bounded_number_of_items_from_a_node(kubeadm, ctl
                                                                   "only the first 200 are read"}]
 
 
+def test_status_cluster_asks_only_for_pods_with_names_a_pod_can_have(kubeadm, ctl, api, tmp_path: Path) -> None:
+    api.nodes["node-2"]["metadata"]["annotations"] = {"staticpodd.io/pinned-detail": json.dumps(
+        [{"namespace": "..", "name": ".."}, {"namespace": "default", "name": "../../x"},
+         {"namespace": "default", "name": "ok-pod"}])}
+    admin = api.kubeconfig(tmp_path / "admin.conf", user="kubernetes-admin")
+    r = ctl("status", "--cluster", "--kubeconfig", str(admin), "--json")
+    assert r.rc == 0, r.err
+    asked = [path for method, path in api.calls if method == "GET" and path != "/api/v1/nodes"]
+    assert asked == ["/api/v1/namespaces/default/pods/ok-pod"], asked  # not /api/v1/ through "../.."
+    assert [p.get("present") for p in r.json()["pinned"]] == [None, None, False]
+
+
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_status_cluster_reads_hostile_annotations_as_problems_never_as_output_lines_or_a_crash(
         kubeadm, ctl, api, tmp_path: Path, as_json: bool) -> None:
