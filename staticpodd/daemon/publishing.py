@@ -32,6 +32,9 @@ RETRY_MIN = 1.0
 RETRY_MAX = 5.0
 #: Seconds between looks at the outbox when no socket could be bound.
 POLL = 0.5
+#: Seconds between looks at the outbox while waiting for a datagram: a row queued by a verb
+#: killed before it woke the daemon goes out within this, not at the next resync.
+LOOK = 5.0
 
 
 class _Run:
@@ -141,14 +144,20 @@ class ClusterPublishing:
         if run.thread is not None and timeout > 0:
             run.thread.join(timeout)
 
-    def _outbox_mark(self, publisher: Any) -> tuple[int, int] | None:
+    def _outbox_mark(self, publisher: Any) -> tuple[int, ...] | None:
+        """The outbox's and its WAL's times and sizes: a row queued changes them."""
         from ..cluster.outbox import outbox_path
 
-        try:
-            st = os.stat(outbox_path(publisher.state_dir))
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+        path = outbox_path(publisher.state_dir)
+        out: tuple[int, ...] = ()
+        for p in (path, path.with_name(path.name + "-wal")):
+            try:
+                st = os.stat(p)
+            except OSError:
+                out += (0, -1)
+                continue
+            out += (st.st_mtime_ns, st.st_size)
+        return out
 
     def _run(self, publisher: Any, run: _Run) -> None:
         try:
@@ -162,7 +171,6 @@ class ClusterPublishing:
         delay = 0.0
         last_error: str | None = None
         failing_since: float | None = None
-        mark = self._outbox_mark(publisher)
         while not run.stop.is_set():
             now = time.monotonic()
             try:
@@ -199,31 +207,28 @@ class ClusterPublishing:
             self.state = {"enabled": True, "node": publisher.node_name, "waiting": res.get("waiting"),
                           "error": res["error"], "published_at": time.time() if not res["error"] else
                           self.state.get("published_at")}
-            mark = self._sleep(publisher, run, delay, mark)
+            # as this flush left it: a row queued by a verb that died before it woke us shows here
+            self._sleep(publisher, run, delay, self._outbox_mark(publisher))
 
-    def _sleep(self, publisher: Any, run: _Run, delay: float,
-               mark: tuple[int, int] | None) -> tuple[int, int] | None:
-        """Wait ``delay`` seconds or until woken; returns the outbox's mark when polling."""
+    def _sleep(self, publisher: Any, run: _Run, delay: float, mark: tuple[int, ...] | None) -> None:
+        """Wait ``delay`` seconds or until woken: a datagram, or an outbox changed since ``mark``
+        (looked at every :data:`LOOK` seconds; every :data:`POLL` seconds with no socket)."""
         end = time.monotonic() + delay
         while not run.stop.is_set():
             left = end - time.monotonic()
             if left <= 0:
-                return mark
+                return
             if run.sock is not None:
-                ready, _w, _x = select.select([run.sock], [], [], left)
+                ready, _w, _x = select.select([run.sock], [], [], min(left, LOOK))
                 if ready:
                     try:
-                        while True:
-                            if not run.sock.recv(64, socket.MSG_DONTWAIT):
-                                break  # shut down: stopping
-                    except OSError:
+                        while run.sock.recv(64, socket.MSG_DONTWAIT):
+                            pass
+                    except OSError:  # drained (or shut down: stopping)
                         pass
-                    return mark
-                continue
-            if run.wake.wait(min(POLL, left)):
+                    return
+            elif run.wake.wait(min(POLL, left)):
                 run.wake.clear()
-                return mark
-            now_mark = self._outbox_mark(publisher)
-            if now_mark != mark:
-                return now_mark
-        return mark
+                return
+            if self._outbox_mark(publisher) != mark:
+                return

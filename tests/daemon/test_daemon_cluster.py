@@ -140,3 +140,18 @@ def test_an_event_the_api_server_refuses_for_good_is_said_in_the_journal_and_by_
     assert r.returncode == 0 and rep["state"] == "failed" and "Event is invalid" in rep["error"], rep
     entry = wait_journal(root, "CLUSTER_PUBLISH_FAILED", lambda e: "refused Event ComponentParked" in e["MESSAGE"])
     assert entry["PRIORITY"] == "4" and "dropped" in entry["MESSAGE"]
+
+
+def test_a_row_queued_by_a_verb_killed_before_it_woke_the_daemon_goes_out_within_seconds(
+        short_tmp: Path, api: FakeApiServer, run_daemon) -> None:
+    from staticpodd.cluster.outbox import Outbox
+
+    root = _root(short_tmp, api)
+    d = run_daemon(root)
+    d.wait_ready()
+    wait_until(lambda: (d.heartbeat().get("cluster") or {}).get("waiting") == 0, 10, what="the first flush")
+    # what `staticpodctl park` leaves when SIGKILLed between queuing its row and poking the daemon
+    with Outbox(root / "var/lib/staticpodd") as box:
+        box.put({"reason": "ComponentParked", "type": "Warning", "message": "orphan", "at": "2026-12-04T06:00:00Z"})
+    wait_until(lambda: [e["message"] for e in api.events] == ["orphan"], 12,
+               what="the row without a wake-up (the next resync is minutes away)")
