@@ -5,12 +5,13 @@ without Go: the real API server, its node authorizer and NodeRestriction are met
 tests/controlplane/test_cp_cluster_view.py.
 
 ``down = True`` makes it refuse every call with 503; ``forbid = {"patch-node"}`` answers 403 to
-that call, as RBAC would.
+that call, as RBAC would; ``invalid = {"create-event"}`` answers 422, as validation would.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +33,9 @@ class FakeApiServer:
         self.calls: list[tuple[str, str]] = []
         self.down = False
         self.forbid: set[str] = set()
+        self.invalid: set[str] = set()
+        self.forbid_message: str | None = None  # what a 403 for patch-node says instead
+        self.raw_node_list: bytes | None = None  # the bytes a list of Nodes answers instead
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -84,6 +88,13 @@ class FakeApiServer:
                     return self._status(503, "the stand-in API server is down")
                 parts = path.strip("/").split("/")
                 if parts[:3] == ["api", "v1", "nodes"]:
+                    if len(parts) == 3 and method == "GET" and api.raw_node_list is not None:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(api.raw_node_list)))
+                        self.end_headers()
+                        self.wfile.write(api.raw_node_list)
+                        return None
                     if len(parts) == 3 and method == "GET":
                         return self._send(200, {"kind": "NodeList", "items": list(api.nodes.values())})
                     node = api.nodes.get(parts[3]) if len(parts) > 3 else None
@@ -93,7 +104,7 @@ class FakeApiServer:
                         return self._send(200, node)
                     if method == "PATCH":
                         if "patch-node" in api.forbid:
-                            return self._status(403, f'nodes "{parts[3]}" is forbidden: not allowed')
+                            return self._status(403, api.forbid_message or f'nodes "{parts[3]}" is forbidden: not allowed')
                         # a JSON merge patch; clients older than 25 send a strategic merge patch,
                         # which treats a map the same
                         assert self.headers.get("Content-Type") in ("application/merge-patch+json",
@@ -109,6 +120,8 @@ class FakeApiServer:
                 if parts[:4] == ["api", "v1", "namespaces", "default"] and parts[4:5] == ["events"] and method == "POST":
                     if "create-event" in api.forbid:
                         return self._status(403, "events is forbidden")
+                    if "create-event" in api.invalid:
+                        return self._status(422, "Event is invalid: metadata.name: Invalid value")
                     ev = self._body()
                     if any(e["metadata"]["name"] == ev["metadata"]["name"] for e in api.events):
                         return self._status(409, "already exists")
@@ -139,3 +152,44 @@ class FakeApiServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+
+
+class SilentApiServer:
+    """An API server that accepts every TCP connection and never answers (a hung kube-apiserver,
+    a black-holing load balancer). ``accepted``: connections made to it so far."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._conns: list[socket.socket] = []
+        self.accepted = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    kubeconfig = FakeApiServer.kubeconfig
+
+    def start(self) -> SilentApiServer:
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(128)
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _addr = self._sock.accept()
+                except OSError:
+                    return
+                self._conns.append(conn)  # kept open, never read nor answered
+                self.accepted += 1
+
+        threading.Thread(target=accept, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        except OSError:
+            pass
+        self._sock.close()
+        for conn in self._conns:
+            conn.close()

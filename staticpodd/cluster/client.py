@@ -10,6 +10,7 @@ that does not publish or read the cluster pays. Objects travel as plain JSON map
 from __future__ import annotations
 
 import json
+import time
 
 from ..errors import StaticpodError
 
@@ -47,16 +48,19 @@ def load_client() -> tuple[Any, Any]:
 
 
 def api_message(exc: Any) -> str:
-    """The API server's own ``message`` from an ApiException (else its status and reason)."""
+    """The API server's own ``message`` from an ApiException (else its status and reason), as one
+    line of valid UTF-8 (it may quote names others chose: it must not forge a line of output)."""
+    from ..termsafe import one_line, printable_name
+
     body = getattr(exc, "body", None)
     if body:
         try:
             doc = json.loads(body)
             if isinstance(doc, dict) and doc.get("message"):
-                return str(doc["message"])[:500]
-        except ValueError:
+                return one_line(printable_name(str(doc["message"])[:500]))
+        except (ValueError, RecursionError):
             pass
-    return f"{getattr(exc, 'status', '')} {getattr(exc, 'reason', '') or exc}".strip()
+    return one_line(printable_name(f"{getattr(exc, 'status', '')} {getattr(exc, 'reason', '') or exc}".strip()))
 
 
 class Api:
@@ -66,11 +70,18 @@ class Api:
     def __init__(self, kubeconfig: str, *, timeout: float = 30.0) -> None:
         client, config = load_client()
         try:
-            api = config.new_client_from_config(config_file=kubeconfig)
+            # no retries: urllib3 would otherwise try a GET that timed out 3 more times, holding
+            # the caller 4 times ``timeout``; the outbox is what retries here, in its own time
+            conf = type.__call__(client.Configuration)  # as the client does: not a copy of its default
+            conf.retries = False
+            api = config.new_client_from_config(config_file=kubeconfig, client_configuration=conf)
         except Exception as exc:  # noqa: BLE001 - the client raises ConfigException, OSError, yaml errors ...
             raise ClusterError(f"{kubeconfig}: cannot use this kubeconfig: {exc}") from None
         self.kubeconfig = kubeconfig
         self.timeout = timeout
+        #: ``time.monotonic()`` after which no call is made (each call's timeout is cut to what is
+        #: left): a verb waits at most ``cluster.timeout`` for the whole flush. None: no deadline.
+        self.deadline: float | None = None
         self.client = client
         self.core = client.CoreV1Api(api)
         self.user = _kubeconfig_user(kubeconfig)
@@ -79,8 +90,13 @@ class Api:
         """``fn(*args, **kw)`` as JSON (a mapping; {} for an empty answer). Raises ClusterError."""
         from kubernetes.client.exceptions import ApiException
 
+        timeout = self.timeout
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0.01:
+                raise ClusterError(f"{what}: no time left to ask the API server (cluster.timeout)")
         try:
-            resp = fn(*args, _preload_content=False, _request_timeout=(self.timeout, self.timeout), **kw)
+            resp = fn(*args, _preload_content=False, _request_timeout=(timeout, timeout), **kw)
         except ApiException as exc:
             raise ClusterError(f"{what}: {api_message(exc)}", status=int(exc.status or 0)) from None
         except Exception as exc:  # noqa: BLE001 - urllib3: connection refused, timeouts, TLS ...
@@ -88,7 +104,7 @@ class Api:
         data = resp.data
         try:
             return json.loads(data) if data else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python recurses
             raise ClusterError(f"{what}: the API server answered something that is not JSON") from None
 
     def node(self, name: str) -> dict[str, Any] | None:

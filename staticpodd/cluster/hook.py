@@ -56,12 +56,13 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
     name (the kubelet's default). Raises StaticpodError/Untrusted/FileNotFoundError."""
     from ..errors import StaticpodError
     from ..layout import under_root
-    from ..node.trust import check_path
 
     given = getattr(cfg.cluster, "kubeconfig", None)
     path = under_root(layout.root, given or KUBELET_KUBECONFIG)
     try:
-        check_path(path, "cluster kubeconfig")
+        # the directories too: a user who may rename in one swaps the file for a kubeconfig
+        # whose exec credential plugin the client runs as root
+        trusted_kubeconfig(path, "cluster kubeconfig", parents_up_to=Path(layout.root))
     except FileNotFoundError:
         raise StaticpodError(f"{path}: no kubeconfig to publish the cluster view with",
                              hint="set cluster.kubeconfig, or cluster.publish: false") from None
@@ -75,6 +76,21 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
 
         name = default_node_name()
     return str(path), str(name)
+
+
+def trusted_kubeconfig(path: Path, what: str, *, parents_up_to: Path) -> None:
+    """Refuse (Untrusted) a kubeconfig another user could have written or swapped: the file, and
+    every directory from it up to ``parents_up_to``, as :func:`staticpodd.trust.check_path`
+    checks them; and one that is not a regular file (a FIFO would hold the reader forever). The
+    client runs what a kubeconfig says (``users[].user.exec``), as the caller. Raises
+    FileNotFoundError when it does not exist."""
+    import stat
+
+    from ..node.trust import check_path, untrusted
+
+    st = check_path(path, what, parents_up_to=parents_up_to)
+    if not stat.S_ISREG(st.st_mode):
+        raise untrusted(path, what, "not a regular file")
 
 
 def make_publisher(layout: Any, cfg: Any) -> Any:
@@ -147,17 +163,21 @@ class ClusterHook:
             else:
                 poke(layout)
         except Exception as exc:  # noqa: BLE001 - the verb's own work stands; say why in report()
-            self.error = f"cannot queue for the cluster: {exc}"
+            hint = getattr(exc, "hint", None)
+            self.error = f"cannot queue for the cluster: {exc}" + (f"; {hint}" if hint else "")
 
     def report(self, *, budget: float | None = None) -> dict[str, Any] | None:
         """After a verb: None when it told the cluster nothing; else ``{"state": "published" |
-        "queued", "node", "events", "error"}``. Waits at most ``budget`` seconds (default
-        ``cluster.timeout``) for the daemon to publish this verb's rows; with no daemon running,
-        publishes them in this process. Never raises."""
+        "queued" | "failed", "node", "events", "error"}`` (``failed``: an entry could not even be
+        queued, an outbox that cannot be used, or the API server refused its Event for good: only
+        the journal has it). Waits at most ``budget`` seconds (default ``cluster.timeout``) for
+        the daemon to publish this verb's rows; with no daemon running, publishes them in this
+        process. Never raises."""
         if not self.seqs and not self.state_changed and self.error is None:
             return None
         out: dict[str, Any] = {"state": "queued", "node": None, "events": len(self.seqs), "error": self.error}
         if self.error is not None:
+            out["state"] = "failed"
             return out
         try:
             cfg = self._config()
@@ -185,14 +205,30 @@ class ClusterHook:
                     out["error"] = box.get("error")
                     out["state"] = "published" if not left and out["error"] is None else "queued"
                     out["node"] = box.get("node")  # the daemon's word: no kubeconfig (nor YAML) read here
+                    refused = box.refusals(self.seqs)
+                if refused:
+                    out["state"], out["error"] = "failed", refused[0]
                 return out
             pub = make_publisher(layout, cfg)
             out["node"] = pub.node_name
-            res = pub.flush()
+            end = time.monotonic() + limit
+            try:  # the client's imports (0.2 s or more) before the outbox's lock, not under it
+                pub.api()
+            except Exception:  # noqa: BLE001 - the flush says why
+                pass
+            res = pub.flush(deadline=end)
+            # another verb is flushing: it may have read the queue before this verb's rows; wait
+            # for it and look again (within the budget), so that nothing is left for no one
+            while res["busy"] and time.monotonic() < end:
+                time.sleep(0.01)
+                res = pub.flush(deadline=end)
             with Outbox(layout.state_dir, limit=int(cfg.cluster.queue_limit)) as box:
                 left = box.waiting(self.seqs)
+                refused = box.refusals(self.seqs)
             out["state"] = "published" if not left and res["error"] is None else "queued"
             out["error"] = res["error"]
+            if refused:
+                out["state"], out["error"] = "failed", refused[0]
         except Exception as exc:  # noqa: BLE001 - Untrusted, StaticpodError, OSError ...
             out["error"] = str(exc)
         return out
@@ -204,6 +240,8 @@ def report_line(rep: dict[str, Any]) -> str:
     events = f"{rep['events']} Event(s)" if rep.get("events") else "the annotations"
     if rep["state"] == "published":
         return f"  cluster: published{node} ({events})"
+    if rep["state"] == "failed":
+        return f"  cluster: NOT published{node}: {rep['error']}; the journal has it, the Node will not"
     why = f": {rep['error']}" if rep.get("error") else ""
     return (f"  cluster: queued{node} ({events}){why}; staticpodd publishes it, in order, when the API "
             "server answers")

@@ -20,6 +20,7 @@ import stat
 import time
 from pathlib import Path
 
+from ..errors import StaticpodError
 from ..node.trust import ensure_dir, problem_of, untrusted
 
 TYPE_CHECKING = False  # typing is for mypy: a changing verb that publishes imports this module
@@ -39,6 +40,48 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+class OutboxCorrupt(StaticpodError):
+    """The outbox file is not a SQLite database SQLite can read (truncated, overwritten)."""
+
+    code = "cluster-outbox-corrupt"
+
+
+class _Db:
+    """The connection, with SQLite's word for a damaged file (``file is not a database``,
+    ``database disk image is malformed``: exactly ``sqlite3.DatabaseError``, not its subclasses
+    such as a busy ``OperationalError``) raised as :class:`OutboxCorrupt` naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None)
+
+    def _corrupt(self, exc: sqlite3.DatabaseError) -> OutboxCorrupt:
+        p = self.path
+        return OutboxCorrupt(
+            f"the cluster outbox cannot be read: {exc}", path=str(p),
+            hint=f"move it aside (mv {p} {p}.bad; rm -f {p}-wal {p}-shm): the next Event starts a new queue; "
+                 "the journal has every Event it held")
+
+    def execute(self, sql: str, args: Any = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is sqlite3.DatabaseError:
+                raise self._corrupt(exc) from None
+            raise
+
+    def executescript(self, sql: str) -> None:
+        try:
+            self._db.executescript(sql)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is sqlite3.DatabaseError:
+                raise self._corrupt(exc) from None
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+
 def outbox_path(state_dir: Path) -> Path:
     """``<state_dir>/cluster-outbox.sqlite``."""
     return Path(state_dir) / FILE_NAME
@@ -46,8 +89,9 @@ def outbox_path(state_dir: Path) -> Path:
 
 class Outbox:
     """One connection to the queue. ``limit``: most rows kept. Raises Untrusted when the file or
-    the state directory could have been written by another user, OSError or sqlite3.Error when it
-    cannot be opened. Use as a context manager or call :meth:`close`."""
+    the state directory could have been written by another user, OutboxCorrupt when SQLite cannot
+    read it (every method may raise it too), OSError or sqlite3.Error when it cannot be opened.
+    Use as a context manager or call :meth:`close`."""
 
     def __init__(self, state_dir: Path, *, limit: int = 1000, create: bool = True) -> None:
         self.path = outbox_path(state_dir)
@@ -67,7 +111,15 @@ class Outbox:
         reason = problem_of(st) if stat.S_ISREG(st.st_mode) else "not a regular file"
         if reason:
             raise untrusted(self.path, "cluster outbox", reason)
-        self._db = sqlite3.connect(str(self.path), timeout=5.0, isolation_level=None)
+        for side in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
+            try:  # SQLite opens these by name: the same rule, said with the file's name
+                sst = os.lstat(side)
+            except FileNotFoundError:
+                continue
+            reason = problem_of(sst) if stat.S_ISREG(sst.st_mode) else "not a regular file (a symlink?)"
+            if reason:
+                raise untrusted(side, "cluster outbox's " + side.name.rsplit("-", 1)[1] + " file", reason)
+        self._db = _Db(self.path)
         # WAL: one fsync per queued row instead of the rollback journal's two (a verb pays it);
         # synchronous stays FULL, so a queued row survives a power cut too
         if create and self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -97,9 +149,17 @@ class Outbox:
             (count,) = db.execute("SELECT COUNT(*) FROM outbox").fetchone()
             over = int(count) - self.limit
             if over > 0:
+                (through,) = db.execute("SELECT MAX(seq) FROM (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
+                                        (over,)).fetchone()
                 db.execute("DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)", (over,))
                 dropped = int(self._meta(db, "dropped") or 0) + over
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped', ?)", (str(dropped),))
+                # what names the EventsDropped Event: the same at every retry of it, another for
+                # the next drops (see take_dropped)
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped_through', ?)", (str(through),))
+                if self._meta(db, "dropped_at") is None:
+                    db.execute("INSERT INTO meta (key, value) VALUES ('dropped_at', ?)",
+                               (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -141,12 +201,41 @@ class Outbox:
         """Delete a published entry."""
         self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
 
+    def refused(self, seq: int, why: str) -> None:
+        """Delete an entry the API server refused for good (400, 413, 422), keeping ``why`` for
+        the verb that queued it (:meth:`refusals`; the last 100 are kept)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            try:
+                kept = json.loads(self._meta(db, "refused") or "{}")
+            except ValueError:
+                kept = {}
+            if not isinstance(kept, dict):
+                kept = {}
+            kept[str(seq)] = why
+            kept = dict(sorted(kept.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)[-100:])
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('refused', ?)", (json.dumps(kept),))
+            db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def refusals(self, seqs: list[int]) -> list[str]:
+        """Why the API server refused those of ``seqs`` it refused for good (see :meth:`refused`)."""
+        try:
+            kept = json.loads(self.get("refused") or "{}")
+        except ValueError:
+            return []
+        return [str(kept[str(s)]) for s in seqs if isinstance(kept, dict) and str(s) in kept]
+
     def attempted(self, seq: int) -> None:
         """Count one failed attempt at an entry."""
         self._db.execute("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", (seq,))
 
     @staticmethod
-    def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    def _meta(db: _Db, key: str) -> str | None:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -161,9 +250,27 @@ class Outbox:
         else:
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def take_dropped(self) -> int:
-        """The count of dropped entries, reset to 0."""
-        n = int(self.get("dropped") or 0)
-        if n:
-            self.set("dropped", None)
-        return n
+    def dropped(self) -> tuple[int, str | None, int]:
+        """``(count, at, through)``: how many entries were dropped since the last EventsDropped
+        Event, when the first of them was (ISO 8601 UTC, None when unknown) and the highest
+        dropped ``seq``. ``at`` and ``through`` name that Event, so a retry after a lost answer
+        meets it (409) and later drops make another."""
+        return (int(self.get("dropped") or 0), self.get("dropped_at"), int(self.get("dropped_through") or 0))
+
+    def take_dropped(self, n: int) -> None:
+        """``n`` dropped entries were said (an EventsDropped Event was created): count them off.
+        Entries dropped meanwhile stay counted, for another Event."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            left = int(self._meta(db, "dropped") or 0) - n
+            if left > 0:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped', ?)", (str(left),))
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped_at', ?)",
+                           (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+            else:
+                db.execute("DELETE FROM meta WHERE key IN ('dropped', 'dropped_at', 'dropped_through')")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from .outbox import Outbox
+from .outbox import Outbox, OutboxCorrupt
 from .view import desired_annotations, dropped_entry, event_object
 
 TYPE_CHECKING = False  # typing is for mypy only
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 #: take it as it is (a malformed or too large object). Refusals of the credentials (401, 403) and
 #: every failure to answer keep it queued: fixing the RBAC publishes it.
 DROP_STATUSES = frozenset({400, 413, 422})
+
+
+#: Queued rows read at a time: a queue of ``cluster.queue_limit`` (up to 100000) rows is not
+#: read whole at every retry while the API server is away (0.4 s of CPU, the GIL held).
+BATCH = 100
 
 
 def _iso(ts: float) -> str:
@@ -75,40 +80,49 @@ class Publisher:
             self._api = self._connect()
         return self._api
 
-    def flush(self, *, resync: bool = False) -> dict[str, Any]:
+    def flush(self, *, resync: bool = False, deadline: float | None = None) -> dict[str, Any]:
         """Publish what differs and what waits. Returns ``{"published": n Events, "annotations":
         True when patched, "waiting": n still queued, "error": str | None, "busy": True when
-        another process is flushing, "dropped": n Events the API server refused for good}``.
-        ``resync``: patch the annotations even when the last published ones match. Never raises
-        (an unusable outbox is the error)."""
+        another process is flushing, "dropped": n Events the API server refused for good, "refused":
+        why, one sentence for each}``.
+        ``resync``: patch the annotations even when the last published ones match. ``deadline``
+        (``time.monotonic()``): no API call goes on past it (a verb publishing itself waits at
+        most ``cluster.timeout``). Never raises (an unusable outbox is the error)."""
         result: dict[str, Any] = {"published": 0, "annotations": False, "waiting": 0, "error": None,
-                                  "busy": False, "dropped": 0}
+                                  "busy": False, "dropped": 0, "refused": []}
         try:
             box = Outbox(self.state_dir, limit=self.limit)
         except Exception as exc:  # noqa: BLE001 - Untrusted, OSError, sqlite3.Error
             result["error"] = f"cannot open the cluster outbox: {exc}"
             return result
         with box:
-            lock = os.open(box.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             try:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    result["busy"] = True
-                    result["waiting"] = box.waiting()
-                    return result
-                through = box.last_seq()
-                if box.get("node") != self.node_name:
-                    box.set("node", self.node_name)
-                self._flush(box, result, resync)
-                box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
-                result["waiting"] = box.waiting()
-                box.set("error", result["error"])
-                if result["error"] is None:
-                    box.set("published_at", _iso(time.time()))
-            finally:
-                os.close(lock)
+                self._flush_locked(box, result, resync, deadline)
+            except OutboxCorrupt as exc:  # a file SQLite opened but cannot read through (truncated)
+                result["error"] = f"cannot read the cluster outbox: {exc}"
         return result
+
+    def _flush_locked(self, box: Outbox, result: dict[str, Any], resync: bool, deadline: float | None) -> None:
+        """:meth:`flush` under the outbox's flock (or, when another process holds it, ``busy``)."""
+        lock = os.open(box.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                result["busy"] = True
+                result["waiting"] = box.waiting()
+                return
+            through = box.last_seq()
+            if box.get("node") != self.node_name:
+                box.set("node", self.node_name)
+            self._flush(box, result, resync, deadline)
+            box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
+            result["waiting"] = box.waiting()
+            box.set("error", result["error"])
+            if result["error"] is None:
+                box.set("published_at", _iso(time.time()))
+        finally:
+            os.close(lock)
 
     def _forget_gone_pins(self) -> list[str]:
         """Drop the records of pinned pods the API server no longer has (deleted, or a new pod
@@ -132,6 +146,8 @@ class Publisher:
             try:
                 pod = api.pod(name, ns)
             except ClusterError as exc:
+                if exc.status == 0:  # no answer: the next resync asks again
+                    break
                 if not (exc.status == 403 and NODE_AUTHORIZER_NO_RELATIONSHIP in str(exc)):
                     continue
                 pod = None
@@ -140,7 +156,7 @@ class Publisher:
                     gone.append(f"{ns}/{name}")
         return gone
 
-    def _flush(self, box: Outbox, result: dict[str, Any], resync: bool) -> None:
+    def _flush(self, box: Outbox, result: dict[str, Any], resync: bool, deadline: float | None) -> None:
         from ..errors import StaticpodError
         from .client import ClusterError
 
@@ -152,8 +168,8 @@ class Publisher:
             want = None
             result["error"] = f"cannot read the parks and pins: {exc}"
         want_text = json.dumps(want, sort_keys=True) if want is not None else None
-        dropped = int(box.get("dropped") or 0)
-        pending = box.pending()
+        dropped, dropped_at, dropped_through = box.dropped()
+        pending = box.pending(limit=BATCH)  # the first rows only: a flush stops at the first refusal
         patch = want is not None and (resync or want_text != box.get("annotations"))
         if not patch and not pending and not dropped:
             return
@@ -162,6 +178,7 @@ class Publisher:
         except StaticpodError as exc:
             result["error"] = str(exc)
             return
+        api.deadline = deadline
         uid = box.get("node_uid")
         if patch:
             try:
@@ -174,24 +191,30 @@ class Publisher:
                 result["error"] = str(exc)
                 if exc.status == 404:
                     result["error"] += f" (is {self.node_name} this node's name? set node_name)"
+                if exc.status == 0:  # no answer at all: the Events would only wait as long again
+                    return
         if dropped:  # older than everything still queued: said first
             try:
-                api.create_event(event_object(dropped_entry(dropped, at=_iso(time.time())), self.node_name, uid,
-                                              seq=0))
+                api.create_event(event_object(dropped_entry(dropped, at=dropped_at or _iso(time.time())),
+                                              self.node_name, uid, seq=f"d{dropped_through}"))
             except ClusterError as exc:
                 result["error"] = result["error"] or str(exc)
                 return
-            box.take_dropped()
-        for seq, entry in pending:
-            try:
-                api.create_event(event_object(entry, self.node_name, uid, seq=seq))
-            except ClusterError as exc:
-                if exc.status in DROP_STATUSES:
-                    box.done(seq)
-                    result["dropped"] += 1
-                    continue
-                box.attempted(seq)
-                result["error"] = result["error"] or str(exc)
-                return  # in order: nothing after an Event that did not go out
-            box.done(seq)
-            result["published"] += 1
+            box.take_dropped(dropped)
+        while pending:
+            for seq, entry in pending:
+                try:
+                    api.create_event(event_object(entry, self.node_name, uid, seq=seq))
+                except ClusterError as exc:
+                    if exc.status in DROP_STATUSES:  # never taken as it is: dropped, and said
+                        why = f"the API server refused Event {entry.get('reason')} for good: {exc}"
+                        box.refused(seq, why)
+                        result["dropped"] += 1
+                        result["refused"].append(why)
+                        continue
+                    box.attempted(seq)
+                    result["error"] = result["error"] or str(exc)
+                    return  # in order: nothing after an Event that did not go out
+                box.done(seq)
+                result["published"] += 1
+            pending = box.pending(limit=BATCH)

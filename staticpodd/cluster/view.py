@@ -69,10 +69,15 @@ def entry_for(event_name: str, message: str, fields: Mapping[str, Any], *, at: s
     reason, kind = rule
     if event_name == "UNPARKED" and fields.get("action") == "discard":
         reason = "ParkDiscarded"
+    from ..termsafe import one_line, printable_name
+
     actor = str(fields.get("actor") or "")
     text = message
     if actor and actor not in text:
         text += f" (by {actor})"
+    # one line of valid UTF-8, as the journal's MESSAGE: a file name in it (a stray's) must not
+    # forge lines or move the cursor in `kubectl describe node`, nor be refused by the API server
+    text = one_line(printable_name(text))
     return {"reason": reason, "type": kind, "message": text[:MAX_MESSAGE],
             "component": fields.get("component"), "actor": actor or None, "at": at}
 
@@ -105,10 +110,11 @@ def desired_annotations(parks: Iterable[Mapping[str, Any]], broken: Iterable[str
     return out
 
 
-def event_object(entry: Mapping[str, Any], node: str, node_uid: str | None, *, seq: int) -> dict[str, Any]:
+def event_object(entry: Mapping[str, Any], node: str, node_uid: str | None, *, seq: int | str) -> dict[str, Any]:
     """The core/v1 Event for one queue ``entry`` on Node ``node`` (``node_uid``: the Node's
     ``metadata.uid``; ``seq``: the entry's queue number, part of the name so a retry after a
-    lost answer cannot create the same Event twice: the API server answers 409)."""
+    lost answer cannot create the same Event twice: the API server answers 409; ``dNNN`` for
+    the EventsDropped Event whose last dropped entry was ``NNN``)."""
     stamp = str(entry.get("at") or "")
     name = f"{node}.staticpodd.{stamp.replace(':', '').replace('-', '').lower()}.{seq}"[:253]
     return {
@@ -135,38 +141,96 @@ def dropped_entry(count: int, *, at: str) -> dict[str, Any]:
                         "(cluster.queue_limit); the node's journal has them all")}
 
 
+#: The fields ``status --cluster`` reads from each item of a detail annotation (anything else
+#: in an item is ignored), and which of them are booleans.
+PARKED_FIELDS = ("component", "by", "reason", "since", "until")
+PINNED_FIELDS = ("namespace", "name", "uid", "node", "by", "since")
+#: The longest text kept from one field of an annotation (a Node's annotations may hold 256 KiB).
+MAX_FIELD = 256
+#: The most items read from one annotation: a node has a few parks and pins, and each pinned
+#: pod read back costs ``status --cluster`` a call to the API server (256 KiB of ``a/b,`` would
+#: be 60000 calls and lines).
+MAX_ITEMS = 200
+
+
+def _field(value: Any) -> tuple[str | None, bool]:
+    """One annotation field as text: ``(text or None, ok)``. A string is kept (made valid UTF-8,
+    cut at :data:`MAX_FIELD`), a number said as text; a list, a mapping or anything else is not
+    text (``ok`` False)."""
+    from ..termsafe import printable_name
+
+    if value is None:
+        return None, True
+    if isinstance(value, bool):
+        return str(value).lower(), True
+    if isinstance(value, (str, int, float)):
+        return printable_name(str(value))[:MAX_FIELD], True
+    return None, False
+
+
+def _items(parsed: list[Any], fields: tuple[str, ...], bools: tuple[str, ...], detail_key: str,
+           problems: list[str]) -> list[dict[str, Any]]:
+    items = []
+    bad: set[str] = set()
+    for raw in parsed:
+        item: dict[str, Any] = {}
+        for f in fields:
+            item[f], ok = _field(raw.get(f))
+            if not ok:
+                bad.add(f)
+        for f in bools:
+            item[f] = raw.get(f) is True
+        items.append(item)
+    for f in sorted(bad):
+        problems.append(f"annotation {detail_key}: field {f} is not text")
+    return items
+
+
 def node_view(node: Mapping[str, Any]) -> dict[str, Any]:
     """One Node as ``status --cluster`` shows it: ``{"node", "parked": [...], "pinned": [...],
     "problems": [...]}`` from its annotations. Annotations are read as untrusted text (anyone who
     may patch the Node could have written them): what does not parse is a problem, never an
-    error; the summary annotation stands in for a detail that does not parse."""
+    error; the summary annotation stands in for a detail that does not parse. Each item has
+    exactly the fields of :data:`PARKED_FIELDS` (and ``broken``) or :data:`PINNED_FIELDS` (and
+    ``bare``), as text (valid UTF-8, control characters kept: the caller escapes them for a
+    terminal) or None."""
     meta_raw = node.get("metadata")
     meta: Mapping[str, Any] = meta_raw if isinstance(meta_raw, Mapping) else {}
     ann_raw = meta.get("annotations")
     ann: Mapping[str, Any] = ann_raw if isinstance(ann_raw, Mapping) else {}
-    out: dict[str, Any] = {"node": str(meta.get("name") or "?"), "parked": [], "pinned": [], "problems": []}
-    for summary_key, detail_key, key in ((ANNOTATION_PARKED, ANNOTATION_PARKED_DETAIL, "parked"),
-                                         (ANNOTATION_PINNED, ANNOTATION_PINNED_DETAIL, "pinned")):
+    name, _ok = _field(meta.get("name"))
+    problems: list[str] = []
+    out: dict[str, Any] = {"node": name or "?", "parked": [], "pinned": [], "problems": problems}
+    for summary_key, detail_key, key, fields, bools in (
+            (ANNOTATION_PARKED, ANNOTATION_PARKED_DETAIL, "parked", PARKED_FIELDS, ("broken",)),
+            (ANNOTATION_PINNED, ANNOTATION_PINNED_DETAIL, "pinned", PINNED_FIELDS, ("bare",))):
         detail = ann.get(detail_key)
         items: list[dict[str, Any]] = []
-        if isinstance(detail, str):
+        if detail is not None:
             try:
-                parsed = json.loads(detail)
-            except ValueError:
+                parsed = json.loads(detail) if isinstance(detail, str) else None
+            except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested deeper than Python recurses
                 parsed = None
             if isinstance(parsed, list) and all(isinstance(i, dict) for i in parsed):
-                items = [dict(i) for i in parsed]
+                items = _items(parsed, fields, bools, detail_key, problems)
             else:
-                out["problems"].append(f"annotation {detail_key} is not a JSON list of objects")
+                problems.append(f"annotation {detail_key} is not a JSON list of objects")
         summary = ann.get(summary_key)
-        if not items and isinstance(summary, str) and summary.strip():
-            for word in summary.split(","):
-                word = word.strip()
+        if summary is not None and not isinstance(summary, str):
+            problems.append(f"annotation {summary_key} is not text")
+        elif not items and summary and summary.strip():
+            for raw_word in summary.split(","):
+                word = _field(raw_word.strip())[0] or ""
                 if key == "parked":
                     broken = word.endswith("(broken)")
-                    items.append({"component": word[:-8] if broken else word, "broken": broken})
+                    items.append({**dict.fromkeys(fields), "component": word[:-8] if broken else word,
+                                  "broken": broken})
                 elif "/" in word:
-                    ns, _, name = word.partition("/")
-                    items.append({"namespace": ns, "name": name})
+                    ns, _, pod = word.partition("/")
+                    items.append({**dict.fromkeys(fields), "namespace": ns, "name": pod, "bare": False})
+        if len(items) > MAX_ITEMS:
+            problems.append(f"annotation {detail_key if detail is not None else summary_key} lists "
+                            f"{len(items)} items; only the first {MAX_ITEMS} are read")
+            items = items[:MAX_ITEMS]
         out[key] = items
     return out

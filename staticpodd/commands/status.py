@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import time
 
 from ..errors import EXIT_OK
@@ -128,9 +129,9 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
     import os
     from pathlib import Path
 
+    from ..cluster.hook import trusted_kubeconfig
     from ..errors import StaticpodError
     from ..layout import under_root
-    from ..node.trust import check_path
 
     path = getattr(args, "kubeconfig", None)
     if not path and os.environ.get("KUBECONFIG"):
@@ -140,11 +141,16 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
     if not path:
         path = str(under_root(build_layout(args).root, "/etc/kubernetes/admin.conf"))
     try:
-        check_path(Path(path), "kubeconfig")
+        trusted_kubeconfig(Path(path), "kubeconfig", parents_up_to=Path("/"))
     except FileNotFoundError:
         raise StaticpodError(f"{path}: no such kubeconfig",
                              hint="pass one that may list Nodes with --kubeconfig") from None
     return path
+
+
+#: A namespace (RFC 1123 label) and a pod name (RFC 1123 subdomain), as the API server validates them.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
@@ -154,14 +160,19 @@ def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
     API server cannot be asked."""
     from ..cluster.client import Api, ClusterError
     from ..cluster.view import node_view
+    from ..termsafe import shown_name
 
     kubeconfig = cluster_kubeconfig(args)
     api = Api(kubeconfig, timeout=10.0)
     nodes = [node_view(n) for n in api.nodes()]
-    parked = [{"node": v["node"], **p} for v in nodes for p in v["parked"]]
-    pinned = [{"annotated_on": v["node"], **p} for v in nodes for p in v["pinned"]]
+    # the Node's own name last: an item of an annotation cannot say it is on another node
+    parked = [{**p, "node": v["node"]} for v in nodes for p in v["parked"]]
+    pinned = [{**p, "annotated_on": v["node"]} for v in nodes for p in v["pinned"]]
     for p in pinned:  # is the pinned pod still there (same uid)? only when we may look
-        if not p.get("namespace") or not p.get("name"):
+        # only names a pod can have: ".." would make the client ask for another path (urllib3
+        # removes dot segments: namespace ".." and name ".." read /api/v1/)
+        if not _DNS_LABEL.fullmatch(str(p.get("namespace") or "")) or \
+                not _DNS_SUBDOMAIN.fullmatch(str(p.get("name") or "")):
             continue
         try:
             pod = api.pod(str(p["name"]), str(p["namespace"]))
@@ -176,17 +187,19 @@ def cmd_status_cluster(args: argparse.Namespace, out: Out) -> int:
     else:
         out.say(f"{'NODE':<24} {'COMPONENT':<26} {'BY':<12} {'SINCE':<21} {'UNTIL':<21} REASON")
         for p in parked:
-            comp = f"{p.get('component')}{' (BROKEN)' if p.get('broken') else ''}"
-            out.say(f"{p['node']:<24} {comp:<26} {str(p.get('by') or '-'):<12} {str(p.get('since') or '-'):<21} "
-                    f"{str(p.get('until') or '-'):<21} {p.get('reason') or ''}")
+            comp = f"{shown_name(p['component'] or '?')}{' (BROKEN)' if p['broken'] else ''}"
+            out.say(f"{shown_name(p['node']):<24} {comp:<26} {shown_name(p['by'] or '-'):<12} "
+                    f"{shown_name(p['since'] or '-'):<21} {shown_name(p['until'] or '-'):<21} "
+                    f"{shown_name(p['reason'] or '')}")
     if pinned:
         out.say("pinned by hand (bare pods: nothing recreates them; kubectl drain refuses them without --force):")
         out.say(f"{'NODE':<24} {'POD':<40} {'BY':<12} SINCE")
         for p in pinned:
             gone = "  (gone)" if p.get("present") is False else ""
-            out.say(f"{str(p.get('node') or p['annotated_on']):<24} {p.get('namespace')}/{p.get('name'):<30} "
-                    f"{str(p.get('by') or '-'):<12} {p.get('since') or '-'}{gone}")
+            pod_text = f"{shown_name(p['namespace'] or '?')}/{shown_name(p['name'] or '?')}"
+            out.say(f"{shown_name(p['node'] or p['annotated_on']):<24} {pod_text:<40} {shown_name(p['by'] or '-'):<12} "
+                    f"{shown_name(p['since'] or '-')}{gone}")
     for prob in problems:
-        out.warn(f"{PROG}: warning: node {prob['node']}: {prob['problem']}")
+        out.warn(f"{PROG}: warning: node {shown_name(prob['node'])}: {prob['problem']}")
     out.finish(True)
     return EXIT_OK

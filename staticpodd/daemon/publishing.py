@@ -32,6 +32,22 @@ RETRY_MIN = 1.0
 RETRY_MAX = 5.0
 #: Seconds between looks at the outbox when no socket could be bound.
 POLL = 0.5
+#: Seconds between looks at the outbox while waiting for a datagram: a row queued by a verb
+#: killed before it woke the daemon goes out within this, not at the next resync.
+LOOK = 5.0
+
+
+class _Run:
+    """One publishing thread's own things: a reload starts a new run and leaves the old one to end
+    by itself (it may be waiting for an API server that does not answer, up to
+    ``cluster.timeout``), so nothing here is shared between runs."""
+
+    def __init__(self, sock: socket.socket | None, sock_path: str | None) -> None:
+        self.sock = sock
+        self.sock_path = sock_path
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
 
 
 class ClusterPublishing:
@@ -42,18 +58,15 @@ class ClusterPublishing:
     def __init__(self, log: Callable[..., None], say: Callable[[str], None]) -> None:
         self._log = log
         self._say = say
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
-        self._sock_path: str | None = None
-        self._stopping = False
-        self._wake = threading.Event()
+        self._run_now: _Run | None = None
         self.state: dict[str, Any] = {"enabled": False}
 
     def configure(self, layout: Any, config: Any) -> None:
-        """Stop what runs, then start publishing when ``config.cluster.publish`` is set. A
+        """Stop what runs (without waiting for a flush under way: the main loop never waits for
+        the API server), then start publishing when ``config.cluster.publish`` is set. A
         configuration it cannot publish with (no kubeconfig, one another user could have written)
         is said once in the journal; the daemon runs on without the cluster view."""
-        self.stop()
+        self.stop(timeout=0.0)
         if not config.cluster.publish:
             self.state = {"enabled": False}
             return
@@ -68,10 +81,13 @@ class ClusterPublishing:
             return
         self.state = {"enabled": True, "node": publisher.node_name, "waiting": None, "error": None,
                       "published_at": None}
-        self._sock = self._bind(str(socket_path(layout)))
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, args=(publisher,), name="staticpodd-cluster", daemon=True)
-        self._thread.start()
+        path = str(socket_path(layout))
+        sock = self._bind(path)
+        run = _Run(sock, path if sock is not None else None)
+        run.thread = threading.Thread(target=self._run, args=(publisher, run), name="staticpodd-cluster",
+                                      daemon=True)
+        self._run_now = run
+        run.thread.start()
 
     def _bind(self, path: str) -> socket.socket | None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
@@ -91,60 +107,82 @@ class ClusterPublishing:
             self._say(f"cluster view: cannot bind {path} ({exc.strerror or exc}); "
                       f"looking at the outbox every {POLL:g} s")
             return None
-        self._sock_path = path
         return sock
 
     def poke(self) -> None:
         """Publish soon (from any thread)."""
-        self._wake.set()
-        if self._sock_path:
+        run = self._run_now
+        if run is None:
+            return
+        run.wake.set()
+        if run.sock_path:
             try:
                 with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as s:
                     s.setblocking(False)
-                    s.sendto(b"flush", self._sock_path)
+                    s.sendto(b"flush", run.sock_path)
             except OSError:
                 pass
 
     def stop(self, timeout: float = 3.0) -> None:
-        """Stop the thread (waiting at most ``timeout`` s for a flush under way), remove the socket."""
-        thread = self._thread
-        if thread is not None:
-            self._stopping = True
-            self.poke()
-            thread.join(timeout)
-        self._thread = None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-        if self._sock_path:
+        """Stop the thread (waiting at most ``timeout`` s for a flush under way; it ends by itself
+        after it, its socket closed) and remove the socket path."""
+        run, self._run_now = self._run_now, None
+        if run is None:
+            return
+        run.stop.set()
+        run.wake.set()
+        if run.sock_path:
             try:
-                os.unlink(self._sock_path)
+                os.unlink(run.sock_path)  # no verb wakes it any more; the next run binds anew
             except OSError:
                 pass
-            self._sock_path = None
+        if run.sock is not None:
+            try:  # wake a thread waiting in select() (a datagram to the unbound socket cannot)
+                run.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if run.thread is not None and timeout > 0:
+            run.thread.join(timeout)
 
-    def _outbox_mark(self, publisher: Any) -> tuple[int, int] | None:
+    def _outbox_mark(self, publisher: Any) -> tuple[int, ...] | None:
+        """The outbox's and its WAL's times and sizes: a row queued changes them."""
         from ..cluster.outbox import outbox_path
 
-        try:
-            st = os.stat(outbox_path(publisher.state_dir))
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+        path = outbox_path(publisher.state_dir)
+        out: tuple[int, ...] = ()
+        for p in (path, path.with_name(path.name + "-wal")):
+            try:
+                st = os.stat(p)
+            except OSError:
+                out += (0, -1)
+                continue
+            out += (st.st_mtime_ns, st.st_size)
+        return out
 
-    def _run(self, publisher: Any) -> None:
+    def _run(self, publisher: Any, run: _Run) -> None:
+        try:
+            self._loop(publisher, run)
+        finally:
+            if run.sock is not None:
+                run.sock.close()
+
+    def _loop(self, publisher: Any, run: _Run) -> None:
         resync_at = 0.0
         delay = 0.0
         last_error: str | None = None
         failing_since: float | None = None
-        mark = self._outbox_mark(publisher)
-        while not self._stopping:
+        while not run.stop.is_set():
             now = time.monotonic()
             try:
                 res = publisher.flush(resync=now >= resync_at)
             except Exception as exc:  # noqa: BLE001 - a bug must not end the daemon's publishing for good
                 res = {"error": f"internal error: {type(exc).__name__}: {exc}", "waiting": None, "published": 0,
                        "busy": False}
+            if run.stop.is_set():  # a reload or the end came while this flush waited: say nothing
+                return
+            for why in res.get("refused") or []:  # dropped for good: each one said, not only the first
+                self._log(Event.CLUSTER_PUBLISH_FAILED, f"{why}; it is dropped (the journal has it)",
+                          priority=WARNING, node=publisher.node_name, error="cluster-refused")
             if res.get("busy"):
                 delay = RETRY_MIN  # another process flushes; look again soon
             elif res["error"]:
@@ -169,29 +207,28 @@ class ClusterPublishing:
             self.state = {"enabled": True, "node": publisher.node_name, "waiting": res.get("waiting"),
                           "error": res["error"], "published_at": time.time() if not res["error"] else
                           self.state.get("published_at")}
-            mark = self._sleep(publisher, delay, mark)
+            # as this flush left it: a row queued by a verb that died before it woke us shows here
+            self._sleep(publisher, run, delay, self._outbox_mark(publisher))
 
-    def _sleep(self, publisher: Any, delay: float, mark: tuple[int, int] | None) -> tuple[int, int] | None:
-        """Wait ``delay`` seconds or until woken; returns the outbox's mark when polling."""
+    def _sleep(self, publisher: Any, run: _Run, delay: float, mark: tuple[int, ...] | None) -> None:
+        """Wait ``delay`` seconds or until woken: a datagram, or an outbox changed since ``mark``
+        (looked at every :data:`LOOK` seconds; every :data:`POLL` seconds with no socket)."""
         end = time.monotonic() + delay
-        while not self._stopping:
+        while not run.stop.is_set():
             left = end - time.monotonic()
             if left <= 0:
-                return mark
-            if self._sock is not None:
-                ready, _w, _x = select.select([self._sock], [], [], left)
+                return
+            if run.sock is not None:
+                ready, _w, _x = select.select([run.sock], [], [], min(left, LOOK))
                 if ready:
                     try:
-                        while True:
-                            self._sock.recv(64, socket.MSG_DONTWAIT)
-                    except OSError:
+                        while run.sock.recv(64, socket.MSG_DONTWAIT):
+                            pass
+                    except OSError:  # drained (or shut down: stopping)
                         pass
-                    return mark
-                continue
-            if self._wake.wait(min(POLL, left)):
-                self._wake.clear()
-                return mark
-            now_mark = self._outbox_mark(publisher)
-            if now_mark != mark:
-                return now_mark
-        return mark
+                    return
+            elif run.wake.wait(min(POLL, left)):
+                run.wake.clear()
+                return
+            if self._outbox_mark(publisher) != mark:
+                return

@@ -7,6 +7,8 @@ in order, within seconds of it answering; the heartbeat says how publishing goes
 from __future__ import annotations
 
 import json
+import os
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from daemon_harness import make_root, staticpodctl, wait_journal, wait_until
-from fake_apiserver import FakeApiServer
+from fake_apiserver import FakeApiServer, SilentApiServer
 
 
 @pytest.fixture
@@ -92,3 +94,64 @@ def test_a_quarantined_stray_and_a_broken_park_are_events_on_the_node(short_tmp:
     wait_until(lambda: "ParkBroken" in api.reasons(), 20, what="ParkBroken")
     wait_until(lambda: api.annotations().get("staticpodd.io/parked") == "kube-scheduler(broken)", 10,
                what="the annotation to say broken")
+
+
+def test_a_reload_does_not_wait_for_a_flush_stuck_on_a_silent_api_server_and_the_old_one_ends(
+        short_tmp: Path, api: FakeApiServer, run_daemon, notify_socket) -> None:
+    silent = SilentApiServer().start()
+    try:
+        root = make_root(short_tmp, config="cluster:\n  publish: true\n  kubeconfig: /etc/kubernetes/silent.conf\n"
+                                           "  timeout: 4\n")
+        silent.kubeconfig(root / "etc/kubernetes/silent.conf")
+        api.kubeconfig(root / "etc/kubernetes/kubelet.conf")
+        d = run_daemon(root, watchdog_usec=600_000)
+        d.wait_ready()
+        wait_until(lambda: silent.accepted >= 1, 10, what="the first flush to wait on the silent API server")
+        # the operator points it at an API server that answers, while that flush still waits
+        (root / "etc/staticpodd/staticpodd.yaml").write_text("cluster:\n  publish: true\n  timeout: 4\n")
+        mark, t0 = len(notify_socket.messages), time.monotonic()
+        os.kill(d.proc.pid, signal.SIGHUP)
+        notify_socket.wait_for(lambda m: "READY=1" in m.split("\n"), after=mark, timeout=10)
+        took = time.monotonic() - t0
+        assert took < 2.0, f"the reload waited {took:.1f} s for a flush stuck on the API server"
+        # the stuck flush holds the outbox until it times out; the new publisher goes on after it
+        assert staticpodctl(root, "park", "kube-scheduler").returncode == 0
+        wait_until(lambda: api.reasons() == ["ComponentParked"], 10, what="the park's Event through the new publisher")
+        wait_until(lambda: time.monotonic() - t0 > 4.5, 10, what="the stuck flush to time out")
+        asked = silent.accepted
+        r = staticpodctl(root, "unpark", "kube-scheduler", "--json")
+        assert json.loads(r.stdout)["cluster"]["state"] == "published", r.stdout + r.stderr
+        hb = d.heartbeat()["cluster"]
+        assert hb["error"] is None and hb["node"] == "node-1", hb
+        assert silent.accepted == asked, "the old publisher went on after the reload"
+        assert "Traceback" not in d.stderr
+    finally:
+        silent.stop()
+
+
+def test_an_event_the_api_server_refuses_for_good_is_said_in_the_journal_and_by_the_verb(
+        short_tmp: Path, api: FakeApiServer, run_daemon) -> None:
+    root = _root(short_tmp, api)
+    d = run_daemon(root)
+    d.wait_ready()
+    api.invalid = {"create-event"}
+    r = staticpodctl(root, "park", "kube-scheduler", "--reason", "drill", "--json")
+    rep = json.loads(r.stdout)["cluster"]
+    assert r.returncode == 0 and rep["state"] == "failed" and "Event is invalid" in rep["error"], rep
+    entry = wait_journal(root, "CLUSTER_PUBLISH_FAILED", lambda e: "refused Event ComponentParked" in e["MESSAGE"])
+    assert entry["PRIORITY"] == "4" and "dropped" in entry["MESSAGE"]
+
+
+def test_a_row_queued_by_a_verb_killed_before_it_woke_the_daemon_goes_out_within_seconds(
+        short_tmp: Path, api: FakeApiServer, run_daemon) -> None:
+    from staticpodd.cluster.outbox import Outbox
+
+    root = _root(short_tmp, api)
+    d = run_daemon(root)
+    d.wait_ready()
+    wait_until(lambda: (d.heartbeat().get("cluster") or {}).get("waiting") == 0, 10, what="the first flush")
+    # what `staticpodctl park` leaves when SIGKILLed between queuing its row and poking the daemon
+    with Outbox(root / "var/lib/staticpodd") as box:
+        box.put({"reason": "ComponentParked", "type": "Warning", "message": "orphan", "at": "2026-12-04T06:00:00Z"})
+    wait_until(lambda: [e["message"] for e in api.events] == ["orphan"], 12,
+               what="the row without a wake-up (the next resync is minutes away)")
