@@ -68,7 +68,7 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
 
     layout = build_layout(args)
     kubeconfig = str(under_root(layout.root, args.kubeconfig or ADMIN_KUBECONFIG))
-    _trusted_kubeconfig(kubeconfig)
+    _trusted_kubeconfig(kubeconfig, layout.root)
     from ..pin.cluster import Cluster, ClusterError
 
     cl = Cluster(kubeconfig)
@@ -165,22 +165,28 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
     return rc
 
 
-def _trusted_kubeconfig(path: str) -> None:
-    """Raise unless ``path`` is a regular file only root or we could have written (owner root or
-    us, no group/other write): its credentials decide which API server pin talks to. A missing
-    file is left to the client's own error."""
+def _trusted_kubeconfig(path: str, root: Any = "/") -> None:
+    """Raise unless ``path`` and every directory above it (up to ``root`` when it lies under it,
+    else up to ``/``) are only root's or ours to write, and it is a regular file: its credentials
+    decide which API server pin talks to, and the client runs what it says (``users[].user.exec``)
+    as the caller (:func:`staticpodd.cluster.hook.trusted_kubeconfig`). A missing file is left to
+    the client's own error."""
     import os
-    import stat
+    from pathlib import Path
 
+    from ..cluster.hook import trusted_kubeconfig
+    from ..errors import Untrusted
+
+    top = Path(str(root))
+    where = Path(os.path.abspath(path))
     try:
-        st = os.stat(path)
-    except OSError:
+        trusted_kubeconfig(where, "kubeconfig", parents_up_to=top if top in where.parents else Path("/"))
+    except FileNotFoundError:
         return
-    from ..node.trust import problem_of
-
-    if not stat.S_ISREG(st.st_mode) or problem_of(st) is not None:
-        raise StaticpodError(f"{path}: another user could have written this kubeconfig; not used",
-                             path=path, hint="chown root and chmod 600 it (kubeadm writes admin.conf so)")
+    except Untrusted as exc:
+        raise StaticpodError(f"{path}: another user could have written this kubeconfig; not used ({exc})",
+                             path=path, hint="chown root and chmod 600 it, in directories only root may write "
+                             "(kubeadm writes admin.conf so)") from None
 
 
 def _restore_original(cl: Any, jr: Any, stripped: dict[str, Any], ns: str, name: str, node: str, kept: str,

@@ -23,7 +23,11 @@ class Cluster:
     def __init__(self, kubeconfig: str) -> None:
         client, config = load_client()
         try:
-            api = config.new_client_from_config(config_file=kubeconfig)
+            # no retries: urllib3 would try a GET that timed out 3 more times (4 x 30 s before a
+            # silent API server is reported); pin says what failed and the operator runs it again
+            conf = type.__call__(client.Configuration)
+            conf.retries = False
+            api = config.new_client_from_config(config_file=kubeconfig, client_configuration=conf)
         except Exception as exc:  # the client raises ConfigException, OSError, yaml errors ...
             raise ClusterError(f"{kubeconfig}: cannot use this kubeconfig: {exc}",
                                hint="pass the admin kubeconfig with --kubeconfig") from None

@@ -306,6 +306,18 @@ def test_a_kubeconfig_another_user_could_have_written_is_not_used(kubeadm, ctl) 
     assert res.rc == 1 and "another user could have written this kubeconfig; not used" in res.err, res.err
 
 
+def test_a_kubeconfig_in_a_directory_another_user_could_write_is_not_used(kubeadm, ctl) -> None:
+    """The kubeconfig itself is root's 0600, but its directory is group-writable: someone could swap
+    in one whose exec credential plugin the client would run as root."""
+    conf = kubeadm.root / "etc" / "kubernetes" / "admin.conf"
+    conf.write_text("apiVersion: v1\nkind: Config\n")
+    conf.chmod(0o600)
+    conf.parent.chmod(0o775)
+    res = ctl("pin", "manual-schedule", "--node", "cp")
+    assert res.rc == 1 and "another user could have written this kubeconfig; not used" in res.err, res.err
+    assert "group-writable" in res.err
+
+
 def test_a_pod_that_changed_after_it_was_read_is_not_deleted(kubeadm, ctl, monkeypatch) -> None:
     import staticpodd.pin.cluster
 
