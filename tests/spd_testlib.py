@@ -158,3 +158,37 @@ def journal_entries(root: Path, *, want: Callable[[list[dict]], bool] | None = N
         if want is None or want(entries) or time.monotonic() > deadline:
             return entries
         time.sleep(0.2)
+
+
+def big_pod(size: int, *, name: str = "big", extra: str = "") -> bytes:
+    """A valid static pod of at least ``size`` bytes (kube-system/``name``; ``extra`` goes under
+    ``spec:`` before the containers): one container with as many env entries as it takes."""
+    head = (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: kube-system\nspec:\n"
+            f"{extra}  containers:\n  - name: big\n    image: registry.k8s.io/pause:3.10\n    env:\n")
+    out, total, i = [head], len(head), 0
+    while total < size:
+        entry = f"    - name: VAR_{i}\n      value: \"{'v' * 40}\"\n"
+        out.append(entry)
+        total += len(entry)
+        i += 1
+    return "".join(out).encode()
+
+
+def count_decodes(monkeypatch) -> list[int]:
+    """Record the size of every input this process decodes from now on (every module that
+    decodes goes through :func:`staticpodd.manifest.decoding.decode` or the name
+    :mod:`staticpodd.validate` imported); returns the list it appends to."""
+    import staticpodd.manifest.decoding
+    import staticpodd.validate
+
+    sizes: list[int] = []
+    real = staticpodd.manifest.decoding.decode
+
+    def counting(data, *a, **kw):
+        sizes.append(len(data))
+        return real(data, *a, **kw)
+
+    for module in (staticpodd.manifest.decoding, staticpodd.validate):
+        monkeypatch.setattr(module, "decode", counting)
+    return sizes
+

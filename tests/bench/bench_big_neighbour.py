@@ -35,20 +35,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
-
-from spd_testlib import KUBEADM, corpus_dir, small_pod  # noqa: E402
-
-
-def big_pod(size: int) -> bytes:
-    head = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\n  namespace: kube-system\nspec:\n  containers:\n"
-            "  - name: big\n    image: registry.k8s.io/pause:3.10\n    env:\n")
-    out, total, i = [head], len(head), 0
-    while total < size:
-        e = f"    - name: VAR_{i}\n      value: \"{'v' * 40}\"\n"
-        out.append(e)
-        total += len(e)
-        i += 1
-    return "".join(out).encode()
+from spd_testlib import (  # noqa: E402
+    KUBEADM,
+    big_pod,  # noqa: E402
+    corpus_dir,
+    small_pod,
+)
 
 
 def make_root(base: Path, big: int | None) -> Path:

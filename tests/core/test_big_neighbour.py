@@ -6,34 +6,7 @@ tests/bench/bench_big_neighbour.py, not here."""
 from __future__ import annotations
 
 import pytest
-
-import staticpodd.manifest.decoding
-import staticpodd.validate
-
-
-def big_pod(size: int, *, name: str = "big", extra: str = "") -> bytes:
-    head = (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: kube-system\nspec:\n"
-            f"{extra}  containers:\n  - name: big\n    image: registry.k8s.io/pause:3.10\n    env:\n")
-    out, i = [head], 0
-    while sum(map(len, out)) < size:
-        out.append(f"    - name: VAR_{i}\n      value: \"{'v' * 40}\"\n")
-        i += 1
-    return "".join(out).encode()
-
-
-@pytest.fixture
-def decoded_sizes(monkeypatch):
-    """The size of every input decoded (every module that decodes goes through one of these)."""
-    sizes: list[int] = []
-    real = staticpodd.manifest.decoding.decode
-
-    def counting(data, *a, **kw):
-        sizes.append(len(data))
-        return real(data, *a, **kw)
-
-    for module in (staticpodd.manifest.decoding, staticpodd.validate):
-        monkeypatch.setattr(module, "decode", counting)
-    return sizes
+from spd_testlib import big_pod, count_decodes
 
 
 def test_an_unrelated_apply_does_not_decode_a_big_pod_beside_it(kubeadm, ctl, decoded_sizes, tmp_path):
@@ -166,3 +139,10 @@ def test_a_name_the_kubelet_reads_through_a_yaml_tag_may_be_there(spelled):
     data = b"apiVersion: v1\nkind: Pod\nmetadata:\n  " + spelled + b"\n"
     assert may_name(data, "kube-scheduler")
     assert may_claim_host_ports(b"spec:\n  !!binary aG9zdE5ldHdvcms=: true\n")
+
+
+@pytest.fixture
+def decoded_sizes(monkeypatch):
+    """The size of every input this process decodes (spd_testlib.count_decodes)."""
+    return count_decodes(monkeypatch)
+

@@ -15,21 +15,11 @@ from pathlib import Path
 
 import pytest
 from daemon_harness import REPO, make_root, wait_until
-from spd_testlib import staticpodctl_cmd
+from spd_testlib import big_pod, count_decodes, staticpodctl_cmd
 
 pytestmark = pytest.mark.slow
 
 
-def big_pod(size: int) -> bytes:
-    head = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\n  namespace: kube-system\nspec:\n  containers:\n"
-            "  - name: big\n    image: registry.k8s.io/pause:3.10\n    env:\n")
-    out, total, i = [head], len(head), 0
-    while total < size:
-        e = f"    - name: VAR_{i}\n      value: \"{'v' * 40}\"\n"
-        out.append(e)
-        total += len(e)
-        i += 1
-    return "".join(out).encode()
 
 
 def _versions(root: Path, component: str) -> list[dict]:
@@ -66,22 +56,6 @@ def test_an_edit_of_a_big_pod_is_judged_outside_the_daemon(tmp_path, run_daemon)
     assert "over staticpodd's limit" in found[0]["message"] and "still runs it" in found[0]["message"], found
 
 
-@pytest.fixture
-def decoded_sizes(monkeypatch):
-    """The size of every input this process decodes."""
-    import staticpodd.manifest.decoding
-    import staticpodd.validate
-
-    sizes: list[int] = []
-    real = staticpodd.manifest.decoding.decode
-
-    def counting(data, *a, **kw):
-        sizes.append(len(data))
-        return real(data, *a, **kw)
-
-    for module in (staticpodd.manifest.decoding, staticpodd.validate):
-        monkeypatch.setattr(module, "decode", counting)
-    return sizes
 
 
 def _doctor(root: Path) -> str:
@@ -129,3 +103,10 @@ def test_doctor_takes_the_findings_the_daemon_kept_for_the_directory_as_it_is(tm
     report = _doctor(root)
     assert [s for s in decoded_sizes if s >= 1_500_000], decoded_sizes
     assert "loose-permissions" in report and "big.yaml" in report
+
+
+@pytest.fixture
+def decoded_sizes(monkeypatch):
+    """The size of every input this process decodes (spd_testlib.count_decodes)."""
+    return count_decodes(monkeypatch)
+
