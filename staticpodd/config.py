@@ -405,17 +405,33 @@ def load_config(
     ``staticpodd.yaml:3:18: rescan_interval: -1 is less than the minimum of 1``, for unreadable
     files, YAML syntax errors, duplicate keys, and anything the JSON Schema refuses.
     """
+    file, explicit = _resolve_path(layout_or_path, path)
+    read = _read_config_text(file, explicit)
+    if read is None:
+        return Config.default()
+    text, digest = read
+    node, data = _parse_config_text(text, file)
+    if data is None:
+        data = {}
+    _check_against_schema(data, node, file)
+    _check_kubernetes_version(data, node, file)
+    _check_textfile_dir(data, node, file, layout_or_path if isinstance(layout_or_path, Layout) else None)
+    return Config.from_dict(data, source=str(file), digest=digest)
+
+
+def _read_config_text(file: Path, explicit: bool) -> tuple[str, str] | None:
+    """``(text, sha256 hex digest of the bytes)``, or None for a default file that is missing.
+
+    Raises ConfigError for a named file that is missing, an unreadable file, or one not UTF-8.
+    """
     import hashlib
 
-    import yaml
-
-    file, explicit = _resolve_path(layout_or_path, path)
     try:
         raw = read_config_bytes(file)
     except FileNotFoundError:
         if explicit:
             raise ConfigError("configuration file not found", path=str(file)) from None
-        return Config.default()
+        return None
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file: {exc.strerror}", path=str(file)) from exc
     digest = hashlib.sha256(raw).hexdigest()
@@ -423,6 +439,13 @@ def load_config(
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"configuration file is not UTF-8 (byte {exc.start})", path=str(file)) from exc
+    return text, digest
+
+
+def _parse_config_text(text: str, file: Path) -> tuple[Any, Any]:
+    """``(composed YAML node, loaded data)``; raises ConfigError for anchors or aliases,
+    duplicate keys and YAML syntax errors, with the line and column."""
+    import yaml
 
     try:
         # Anchors and aliases have no use in this file, and a self-referencing alias would send
@@ -454,9 +477,12 @@ def load_config(
             column=mark.column + 1 if mark else None,
             hint="fix the YAML syntax; the daemon keeps running with its previous configuration on reload",
         ) from exc
-    if data is None:
-        data = {}
+    return node, data
 
+
+def _check_against_schema(data: Any, node: Any, file: Path) -> None:
+    """Raise ConfigError listing every value the JSON Schema refuses (each with its line and
+    field), or the first number that is not finite."""
     errors: list[Any] = []
     if data != {}:  # nothing set (the packaged file is all comments) is all defaults: no schema
         # library in the daemon's memory for it (about 4 MB)
@@ -501,6 +527,10 @@ def load_config(
                 for msg, ln, col, f in located
             ]},
         )
+
+
+def _check_kubernetes_version(data: dict[str, Any], node: Any, file: Path) -> None:
+    """Raise ConfigError when kubernetes_version is not a minor the validator knows."""
     version = data.get("kubernetes_version")
     if version is not None:  # the schema checks the form; only the validator knows its minors
         from .resources import parse_version
@@ -518,9 +548,6 @@ def load_config(
                 field="kubernetes_version",
                 hint="set one of the supported minors, or remove the key (the newest is used)",
             ) from None
-    _check_textfile_dir(data, node, file, layout_or_path if isinstance(layout_or_path, Layout) else None)
-    return Config.from_dict(data, source=str(file), digest=digest)
-
 
 def _check_textfile_dir(data: dict[str, Any], node: Any, file: Path, layout: Layout | None) -> None:
     """Refuse (ConfigError) a ``metrics.textfile_dir`` that is the manifest directory: the metrics

@@ -248,35 +248,12 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
             "actor": "external",
         }
         if kind not in QUIET_KINDS:
-            event, sentence = CHANGE_KINDS.get(kind, (Event.EXTERNAL_CHANGE, "{f}: " + kind + " by someone else"))
-            text = sentence.format(f=file_name)
-            if kind == "removed" and _tool_tempfile(file_name):
-                text = (f"{file_name}, a {_tool_tempfile(file_name)} temp file, is gone (renamed into place or "
-                        "removed by its tool)")
-            if version is not None:
-                text += f" (recorded as version {version})"
-            prio = ERR if event is Event.PARK_BROKEN else NOTICE if kind == "adopted" else WARNING
-            plan.reports.append(Report(event, prio, text, fields))
+            plan.reports.append(_change_report(kind, file_name, version, fields))
         if valid is not False or location != "live":
             continue
         summary = finding_summary(findings)
         policy = getattr(config, "on_invalid", "alert")
-        leftover = stray_by_name(str(file_name or ""))
-        if policy != "restore":
-            skip = "policy on_invalid=alert"
-        elif kind == "park-broken":
-            skip = (
-                f"not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
-                "component's live path (putting a version back would end the park; see PARK_BROKEN)"
-            )
-        elif kind == "adopted":
-            skip = "not restored: the store was just adopted, there is no earlier version"
-        elif not component:
-            skip = "not restored: it is no component's manifest"
-        elif leftover:
-            skip = "not restored: a leftover is never put back (on_stray decides)"
-        else:
-            skip = None
+        skip = _why_not_restored(policy, kind, component, file_name)
         size = (sizes or {}).get(str(file_name))
         refused = kubelet_drops(findings, size)
         if skip is None and not refused:
@@ -315,6 +292,38 @@ def plan_changes(changes: Iterable[Any], config: Any, *, sizes: dict[str, int] |
                 )
             )
     return plan
+
+
+def _change_report(kind: str, file_name: Any, version: Any, fields: dict[str, Any]) -> Report:
+    """The journal report for one change someone else made (``kind`` not in QUIET_KINDS)."""
+    event, sentence = CHANGE_KINDS.get(kind, (Event.EXTERNAL_CHANGE, "{f}: " + kind + " by someone else"))
+    text = sentence.format(f=file_name)
+    if kind == "removed" and _tool_tempfile(file_name):
+        text = (f"{file_name}, a {_tool_tempfile(file_name)} temp file, is gone (renamed into place or "
+                "removed by its tool)")
+    if version is not None:
+        text += f" (recorded as version {version})"
+    prio = ERR if event is Event.PARK_BROKEN else NOTICE if kind == "adopted" else WARNING
+    return Report(event, prio, text, fields)
+
+
+def _why_not_restored(policy: str, kind: str, component: Any, file_name: Any) -> str | None:
+    """Why on_invalid=restore does not put back this invalid live file, before asking whether
+    the kubelet refuses it; None when nothing stands in the way."""
+    if policy != "restore":
+        return "policy on_invalid=alert"
+    if kind == "park-broken":
+        return (
+            f"not restored: {component} is parked, and on_invalid=restore does not apply to a parked "
+            "component's live path (putting a version back would end the park; see PARK_BROKEN)"
+        )
+    if kind == "adopted":
+        return "not restored: the store was just adopted, there is no earlier version"
+    if not component:
+        return "not restored: it is no component's manifest"
+    if stray_by_name(str(file_name or "")):
+        return "not restored: a leftover is never put back (on_stray decides)"
+    return None
 
 
 #: Validator finding codes about the directory as a whole rather than one file's contents

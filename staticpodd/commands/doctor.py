@@ -14,6 +14,7 @@ from .output import PROG, Out
 
 TYPE_CHECKING = False  # typing is for mypy: importing it costs every verb's start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -139,6 +140,92 @@ def _kept_findings(eng: Any) -> list[Any] | None:
     return decode(kept) if kept is not None else None
 
 
+def _component_problems(st: dict[str, Any], problem: Callable[..., None]) -> None:
+    """Per recorded component: a broken or missing park, a park that blocks kubeadm upgrade,
+    a park past its deadline, and drift from the newest recorded version."""
+    now = time.time()
+    for r in st["components"]:
+        p = r["parked"]
+        if r.get("park_broken"):
+            problem("park-broken", f"{r['component']} is parked but {r['file_name']} is live again: "
+                    f"the kubelet runs it (keep the live file: {PROG} unpark {shell_word(r['component'])} --discard)",
+                    component=r["component"])
+        elif p and r["component"] in KUBEADM_COMPONENTS and r["state"] == "parked":
+            problem("parked-blocks-kubeadm-upgrade", f"{r['component']} is parked: kubeadm upgrade refuses until it "
+                    f"is unparked ({KUBEADM_UPGRADE_WHY}; {PROG} unpark {shell_word(r['component'])})",
+                    component=r["component"], severity="warning")
+        if r["state"] == "missing":
+            problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
+                    f"(put it back, still parked, with: {PROG} rollback {shell_word(r['component'])})",
+                    component=r["component"])
+        if p and p.get("until"):
+            from datetime import datetime, timezone
+
+            until = datetime.strptime(p["until"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+            if until < now - 60:
+                problem("park-overdue", f"{r['component']} should have been unparked at {p['until']} "
+                        "(is staticpodd running?)", component=r["component"])
+        if r["drift"] and r["version"] is not None and r["state"] != "missing":
+            problem("drift", f"{r['file_name']} differs from its newest recorded version "
+                    f"(see: {PROG} diff {shell_word(r['component'])})", component=r["component"])
+
+
+def _file_name_problems(eng: Any, st: dict[str, Any], problem: Callable[..., None]) -> None:
+    """Files staticpodd cannot track (a name not UTF-8, a name taken, a symlink it does not
+    record) and parks another file bypasses by defining the same pod."""
+    for name in st.get("untrackable", []):
+        problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
+                "cannot track its versions (rename it)", path=name)
+    for taken in st.get("names_taken", []):
+        where = "the kubelet reads it but" if taken["location"] == "live" else "a file in the parked directory:"
+        base = eng.layout.manifest_dir if taken["location"] == "live" else eng.layout.parked_dir
+        problem("name-taken", f"{taken['file_name']}: {taken['reason']}; {where} staticpodd does not track its "
+                f"versions ({taken['hint']})", path=str(base / taken["file_name"]), severity="warning")
+    for link in st.get("links_not_recorded", []):
+        problem("symlink-not-recorded", f"{link['file_name']}: a symlink to a file that is not a pod manifest "
+                f"({link['reason']}); the kubelet skips it; its bytes are not recorded (remove the link)",
+                path=str(eng.layout.manifest_dir / link["file_name"]))
+    taken_live = {t["file_name"] for t in st.get("names_taken", []) if t["location"] == "live"}
+    for comp, other in eng.parks_bypassed():
+        fix = f"move {other} out of the directory too" if other in taken_live else f"park or move {other} too"
+        problem("park-bypassed", f"{comp} is parked, but {other} defines the same pod: the kubelet runs it anyway "
+                f"({fix})", component=comp, path=str(eng.layout.manifest_dir / other))
+
+
+def _merge_daemon_problems(
+    daemon: dict[str, Any],
+    findings: Any,
+    problems: list[dict[str, Any]],
+    st: dict[str, Any],
+    out: Out,
+    problem: Callable[..., None],
+) -> tuple[dict[tuple[Any, str | None], str], list[dict[str, Any]]]:
+    """Count the problems as the daemon counts its heartbeat's, and add the daemon's own.
+
+    Returns ``(seen, earlier)``: ``{(code, file name): "error" | "warning"}`` for every problem
+    counted, and the heartbeat's problems that doctor's own look no longer finds.
+    """
+    seen = _finding_problem_keys(findings)
+    seen.update({(p["code"], _base(p.get("path"))): "warning" if p.get("severity") == "warning" else "error"
+                 for p in problems})
+    parked_now = {r["component"] for r in st["components"] if r["parked"]}
+    earlier: list[dict[str, Any]] = []  # the heartbeat's problems that doctor's own look no longer finds
+    for p in daemon.get("problems") or []:
+        key = (p.get("code"), _base(p.get("path")))
+        if key in seen:
+            continue
+        if _rechecked(p, parked_now):
+            # about what doctor has just looked at itself, and not there now: the heartbeat is
+            # older than this look (fixed since the daemon's last pass), so it is no problem now
+            out.say(f"note: {p.get('message')} (reported by the daemon earlier; not seen now)")
+            earlier.append(p)
+            continue
+        seen[key] = "warning" if p.get("severity") == "warning" else "error"
+        problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
+                path=p.get("path"), severity=p.get("severity"), source="daemon")
+    return seen, earlier
+
+
 def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     """Everything that can be wrong, in one look: the directory as the kubelet reads it, parks
     (broken, parked copy missing, overdue), drift, interrupted operations, the configuration,
@@ -172,48 +259,8 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     errors = sum(1 for f in findings if f.severity == "error")
     for code, message, path in unwritable + trust_problems:
         problem(code, message, path=path)
-    now = time.time()
-    for r in st["components"]:
-        p = r["parked"]
-        if r.get("park_broken"):
-            problem("park-broken", f"{r['component']} is parked but {r['file_name']} is live again: "
-                    f"the kubelet runs it (keep the live file: {PROG} unpark {shell_word(r['component'])} --discard)",
-                    component=r["component"])
-        elif p and r["component"] in KUBEADM_COMPONENTS and r["state"] == "parked":
-            problem("parked-blocks-kubeadm-upgrade", f"{r['component']} is parked: kubeadm upgrade refuses until it "
-                    f"is unparked ({KUBEADM_UPGRADE_WHY}; {PROG} unpark {shell_word(r['component'])})",
-                    component=r["component"], severity="warning")
-        if r["state"] == "missing":
-            problem("parked-copy-missing", f"{r['component']} is recorded as parked but its parked copy is gone "
-                    f"(put it back, still parked, with: {PROG} rollback {shell_word(r['component'])})",
-                    component=r["component"])
-        if p and p.get("until"):
-            from datetime import datetime, timezone
-
-            until = datetime.strptime(p["until"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-            if until < now - 60:
-                problem("park-overdue", f"{r['component']} should have been unparked at {p['until']} "
-                        "(is staticpodd running?)", component=r["component"])
-        if r["drift"] and r["version"] is not None and r["state"] != "missing":
-            problem("drift", f"{r['file_name']} differs from its newest recorded version "
-                    f"(see: {PROG} diff {shell_word(r['component'])})", component=r["component"])
-    for name in st.get("untrackable", []):
-        problem("name-not-utf8", f"{name}: the file name is not valid UTF-8; the kubelet reads it but staticpodd "
-                "cannot track its versions (rename it)", path=name)
-    for taken in st.get("names_taken", []):
-        where = "the kubelet reads it but" if taken["location"] == "live" else "a file in the parked directory:"
-        base = eng.layout.manifest_dir if taken["location"] == "live" else eng.layout.parked_dir
-        problem("name-taken", f"{taken['file_name']}: {taken['reason']}; {where} staticpodd does not track its "
-                f"versions ({taken['hint']})", path=str(base / taken["file_name"]), severity="warning")
-    for link in st.get("links_not_recorded", []):
-        problem("symlink-not-recorded", f"{link['file_name']}: a symlink to a file that is not a pod manifest "
-                f"({link['reason']}); the kubelet skips it; its bytes are not recorded (remove the link)",
-                path=str(eng.layout.manifest_dir / link["file_name"]))
-    taken_live = {t["file_name"] for t in st.get("names_taken", []) if t["location"] == "live"}
-    for comp, other in eng.parks_bypassed():
-        fix = f"move {other} out of the directory too" if other in taken_live else f"park or move {other} too"
-        problem("park-bypassed", f"{comp} is parked, but {other} defines the same pod: the kubelet runs it anyway "
-                f"({fix})", component=comp, path=str(eng.layout.manifest_dir / other))
+    _component_problems(st, problem)
+    _file_name_problems(eng, st, problem)
     if st["interrupted"]:
         problem("interrupted", f"{st['interrupted']} interrupted operation(s) (run: {PROG} recover)")
     for exc in config_problems:
@@ -238,24 +285,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     # one per directory-level finding of severity error or warning (a stray, a duplicate pod ...),
     # one per problem of doctor's own; then every problem the running daemon reports that is not
     # among them yet (a failed write, a lock timeout ...), listed here once each.
-    seen = _finding_problem_keys(findings)
-    seen.update({(p["code"], _base(p.get("path"))): "warning" if p.get("severity") == "warning" else "error"
-                 for p in problems})
-    parked_now = {r["component"] for r in st["components"] if r["parked"]}
-    earlier: list[dict[str, Any]] = []  # the heartbeat's problems that doctor's own look no longer finds
-    for p in daemon.get("problems") or []:
-        key = (p.get("code"), _base(p.get("path")))
-        if key in seen:
-            continue
-        if _rechecked(p, parked_now):
-            # about what doctor has just looked at itself, and not there now: the heartbeat is
-            # older than this look (fixed since the daemon's last pass), so it is no problem now
-            out.say(f"note: {p.get('message')} (reported by the daemon earlier; not seen now)")
-            earlier.append(p)
-            continue
-        seen[key] = "warning" if p.get("severity") == "warning" else "error"
-        problem(str(p.get("code") or "daemon-problem"), f"{p.get('message')} (reported by the daemon)",
-                path=p.get("path"), severity=p.get("severity"), source="daemon")
+    seen, earlier = _merge_daemon_problems(daemon, findings, problems, st, out, problem)
     integrity = "ok"
     if eng.layout.db_path.exists():
         integrity = eng.store._db.execute("PRAGMA integrity_check").fetchone()[0]

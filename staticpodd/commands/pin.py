@@ -60,7 +60,13 @@ def _journal(layout: Any) -> Any:
 
 def cmd_pin(args: argparse.Namespace, out: Out) -> int:
     """Pin ``args.pod`` to ``args.node`` (module docstring); exit 0, 1 refused/failed, 4 conflict,
-    6 ``--wait`` timed out."""
+    6 ``--wait`` timed out.
+
+    Long because: it is one transaction read top to bottom: read the pod and the node, strip
+    and judge it, refuse or stop at --dry-run, keep the original, delete, create, record and
+    journal. Every step either raises with what was left untouched or hands its result to the
+    next; split, the order that makes it safe would be hidden behind calls.
+    """
     from ..layout import under_root
     from ..pin.checks import kubelet_refusals, scheduler_warnings
     from ..pin.local import keep_original, record_pin

@@ -115,6 +115,17 @@ class Daemon(LoopMixin):
                 pid=os.getpid(),
             )
             return EXIT_FAILURE
+        status = self._start_with_config()
+        if status is None:
+            status = self._start_engine()
+        if status is not None:
+            return status
+        self._announce_ready()
+        return self._serve()
+
+    def _start_with_config(self) -> int | None:
+        """Load the configuration and the layout it names; EXIT_CONFIG (said and journalled)
+        when it is invalid, else None."""
         try:
             self.config = self._load_config()
             self.layout = self._layout_for(self.config)
@@ -132,6 +143,11 @@ class Daemon(LoopMixin):
                 hint=exc.hint,
             )
             return EXIT_CONFIG
+        return None
+
+    def _start_engine(self) -> int | None:
+        """Build the engine, the watch and the first pass; the exit status when start-up
+        fails (or is stopped while waiting for the lock), else None."""
         self.config_generation = 1
         self.config_loaded_at = time.time()
         self.hints = Hints(self.config.debounce)
@@ -165,6 +181,10 @@ class Daemon(LoopMixin):
                      traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
             self._shutdown(status=f"failed: internal error: {type(exc).__name__}")
             return EXIT_FAILURE
+        return None
+
+    def _announce_ready(self) -> None:
+        """Say READY=1 to systemd with a current heartbeat, and journal that the daemon started."""
         # before READY=1, so that a write right after it is served at once: may we see writers in
         # /proc (asked once, cheaply), and what a restore on a writer's close needs, imported
         denied = hidden_from_proc()
@@ -192,6 +212,9 @@ class Daemon(LoopMixin):
         # (the loop's trim): a write that comes right after READY=1 is not kept waiting for it
         self._trim_due = True
         self._trim_after = time.monotonic() + TRIM_QUIET
+
+    def _serve(self) -> int:
+        """Serve until told to stop, then shut down; returns the exit status."""
         stop_status = None
         try:
             self._loop()

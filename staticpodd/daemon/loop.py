@@ -202,52 +202,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             return
         try:
             with self.engine.locked():
-                if recover:  # locked() has run Engine.recover() on its first acquisition
-                    for item in getattr(self.engine, "last_recovery", None) or []:
-                        self._say(f"recovered an interrupted {item.get('op')} of {item.get('file_name')} "
-                                  f"({item.get('component')}): {item.get('outcome')}")
-                self._quiet_pass = None
-                dir_key = None
-                if full:
-                    # Names with events still inside their quiet time are being written right
-                    # now: reading them would catch a half-written file. Their debounced hint
-                    # looks at them once the writer is done.
-                    busy = self.writer_holds.busy_names()
-                    scope = None if not busy else sorted(self._all_names() - busy)
-                    dir_key = None if busy else self._dir_key()  # before anything is read
-                else:
-                    scope = names
-                self.writer_holds.snapshot()
-                changes = self.engine.scan(scope, validate=True, log=False)
-                plan = plan_changes(changes, self.config, sizes=self.writer_holds.sizes(),
-                                    relist=self.writer_holds.relist())
-                self._track_changes(changes)
-                if full or names or changes:
-                    found = self.last_findings = self._directory_findings()
-                    # the live files' current validity, not only what changed: a file that was
-                    # invalid before we looked (a crash mid-restore, a skipped busy file) gets the
-                    # on_invalid policy too
-                    plan.extend(self._plan_invalid_files(found, changes, plan))
-                    findings = self._true_findings(found, plan)
-                    plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
-                    self.finding_keys = {finding_key(f) for f in findings}
-                    self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
-                expired = self.engine.store.expired_parks(time.time())
-                expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks
-                           or time.time() >= self.backoff.due(f"unpark:{p.component}", 0.0)]
-                plan.extend(plan_expired_parks(expired, time.time()))
-                self._execute(plan)
-                if plan.actions:  # the directory changed under our hands: refresh what we report
-                    found = self.last_findings = self._directory_findings()
-                    findings = self._true_findings(found, Plan())
-                    self.finding_keys = {finding_key(f) for f in findings}
-                    self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
-                self._refresh_summary()
-                if full or names or plan.actions:
-                    self._remove_lone_private_dir()
-                if dir_key is not None and not changes and not plan.actions and not self._quiet_blocked():
-                    # (its reports, if any, said what is new: a second pass would find it known)
-                    self._quiet_pass = (dir_key, self._store_key())  # the next periodic pass may skip
+                self._reconcile_locked(full, names, recover)
             self.runtime_problems.pop("lock", None)
             self.retries.full = False
             if full:
@@ -258,51 +213,114 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         except LockTimeout as exc:
             if recover:
                 raise
-            if "lock" not in self.runtime_problems:
-                self._say(f"{exc}; retrying every {RETRY_DELAY:g} s")
-                self.log(Event.DAEMON_ERROR, f"{exc.message}; retrying every {RETRY_DELAY:g} s", priority=WARNING,
-                         error="lock-timeout")
-            self.runtime_problems["lock"] = {
-                "code": "lock-timeout",
-                "severity": "warning",
-                "path": str(self.layout.lock_path),
-                "message": exc.message,
-            }
-            self._retry_later(full, names)
+            self._lock_timed_out(exc, full, names)
         except StaticpodError as exc:
             if recover:
                 raise
-            if (self.runtime_problems.get("reconcile") or {}).get("message") != exc.message:
-                # once per failure (a full disk retries every second)
-                self._say(f"reconcile failed: {exc}")
-                self.log(Event.DAEMON_ERROR, f"reconcile failed: {exc}", priority=ERR, error="reconcile-failed",
-                         code=exc.code, path=exc.path)
-            self.runtime_problems["reconcile"] = {
-                "code": exc.code,
-                "severity": "error",
-                "path": exc.path,
-                "message": exc.message,
-            }
-            self._retry_later(full, names)
+            self._reconcile_failed(exc, full, names)
         except Exception as exc:  # keep serving: a bug in one pass must not stop the watch
             if recover:
                 raise
-            import traceback
-
-            if not self._stderr_is_journal():
-                traceback.print_exc(file=sys.stderr)
-            if (self.runtime_problems.get("reconcile") or {}).get("code") != "internal-error":
-                self.log(Event.DAEMON_ERROR, f"internal error during reconcile (still serving): {type(exc).__name__}: "
-                         f"{exc}", priority=ERR, error="internal-error", traceback=traceback.format_exc())
-            self.runtime_problems["reconcile"] = {
-                "code": "internal-error",
-                "severity": "error",
-                "path": None,
-                "message": f"{type(exc).__name__}: {exc}",
-            }
-            self._retry_later(full, names)
+            self._reconcile_crashed(exc, full, names)
         else:
             self.runtime_problems.pop("reconcile", None)
+
+    def _reconcile_locked(self, full: bool, names: list[str], recover: bool) -> None:
+        """One pass under the lock: scan, plan by policy (changes, invalid files, findings,
+        expired parks), execute, and refresh what the daemon reports."""
+        if recover:  # locked() has run Engine.recover() on its first acquisition
+            for item in getattr(self.engine, "last_recovery", None) or []:
+                self._say(f"recovered an interrupted {item.get('op')} of {item.get('file_name')} "
+                          f"({item.get('component')}): {item.get('outcome')}")
+        self._quiet_pass = None
+        dir_key = None
+        if full:
+            # Names with events still inside their quiet time are being written right
+            # now: reading them would catch a half-written file. Their debounced hint
+            # looks at them once the writer is done.
+            busy = self.writer_holds.busy_names()
+            scope = None if not busy else sorted(self._all_names() - busy)
+            dir_key = None if busy else self._dir_key()  # before anything is read
+        else:
+            scope = names
+        self.writer_holds.snapshot()
+        changes = self.engine.scan(scope, validate=True, log=False)
+        plan = plan_changes(changes, self.config, sizes=self.writer_holds.sizes(),
+                            relist=self.writer_holds.relist())
+        self._track_changes(changes)
+        if full or names or changes:
+            found = self.last_findings = self._directory_findings()
+            # the live files' current validity, not only what changed: a file that was
+            # invalid before we looked (a crash mid-restore, a skipped busy file) gets the
+            # on_invalid policy too
+            plan.extend(self._plan_invalid_files(found, changes, plan))
+            findings = self._true_findings(found, plan)
+            plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
+            self.finding_keys = {finding_key(f) for f in findings}
+            self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
+        expired = self.engine.store.expired_parks(time.time())
+        expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks
+                   or time.time() >= self.backoff.due(f"unpark:{p.component}", 0.0)]
+        plan.extend(plan_expired_parks(expired, time.time()))
+        self._execute(plan)
+        if plan.actions:  # the directory changed under our hands: refresh what we report
+            found = self.last_findings = self._directory_findings()
+            findings = self._true_findings(found, Plan())
+            self.finding_keys = {finding_key(f) for f in findings}
+            self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
+        self._refresh_summary()
+        if full or names or plan.actions:
+            self._remove_lone_private_dir()
+        if dir_key is not None and not changes and not plan.actions and not self._quiet_blocked():
+            # (its reports, if any, said what is new: a second pass would find it known)
+            self._quiet_pass = (dir_key, self._store_key())  # the next periodic pass may skip
+
+    def _lock_timed_out(self, exc: StaticpodError, full: bool, names: list[str]) -> None:
+        """The lock stayed taken: report it once as a warning and retry the pass later."""
+        if "lock" not in self.runtime_problems:
+            self._say(f"{exc}; retrying every {RETRY_DELAY:g} s")
+            self.log(Event.DAEMON_ERROR, f"{exc.message}; retrying every {RETRY_DELAY:g} s", priority=WARNING,
+                     error="lock-timeout")
+        self.runtime_problems["lock"] = {
+            "code": "lock-timeout",
+            "severity": "warning",
+            "path": str(self.layout.lock_path),
+            "message": exc.message,
+        }
+        self._retry_later(full, names)
+
+    def _reconcile_failed(self, exc: StaticpodError, full: bool, names: list[str]) -> None:
+        """A pass failed (a full disk …): report it once per message and retry the pass later."""
+        if (self.runtime_problems.get("reconcile") or {}).get("message") != exc.message:
+            # once per failure (a full disk retries every second)
+            self._say(f"reconcile failed: {exc}")
+            self.log(Event.DAEMON_ERROR, f"reconcile failed: {exc}", priority=ERR, error="reconcile-failed",
+                     code=exc.code, path=exc.path)
+        self.runtime_problems["reconcile"] = {
+            "code": exc.code,
+            "severity": "error",
+            "path": exc.path,
+            "message": exc.message,
+        }
+        self._retry_later(full, names)
+
+    def _reconcile_crashed(self, exc: Exception, full: bool, names: list[str]) -> None:
+        """A bug in a pass: log it with its traceback (called inside the ``except``), keep serving,
+        and retry the pass later."""
+        import traceback
+
+        if not self._stderr_is_journal():
+            traceback.print_exc(file=sys.stderr)
+        if (self.runtime_problems.get("reconcile") or {}).get("code") != "internal-error":
+            self.log(Event.DAEMON_ERROR, f"internal error during reconcile (still serving): {type(exc).__name__}: "
+                     f"{exc}", priority=ERR, error="internal-error", traceback=traceback.format_exc())
+        self.runtime_problems["reconcile"] = {
+            "code": "internal-error",
+            "severity": "error",
+            "path": None,
+            "message": f"{type(exc).__name__}: {exc}",
+        }
+        self._retry_later(full, names)
 
     def _quiet_rescan(self) -> None:
         """A periodic full rescan found to change nothing (:meth:`_quiet_unchanged`): only what a

@@ -349,6 +349,10 @@ def render(snapshot: MetricsSnapshot) -> str:
 
     Families and labels: see the module docstring. Components appear in name order; families
     with no sample are left out (e.g. no park deadline when nothing is parked with one).
+
+    Long because: it is the textfile itself, one family after another in the order they are
+    written out; each block is a name, a help text and its samples, and splitting it would only
+    scatter that order across functions a reader has to reassemble.
     """
     w = _Writer()
     comps = sorted(snapshot.components, key=lambda c: c.component)

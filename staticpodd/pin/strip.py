@@ -164,6 +164,11 @@ def strip_pod(pod: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     ``pod``: a Pod as the API server returns it (``kubectl get pod -o json``, or the client's
     ``sanitize_for_serialization``). The result has no ``spec.nodeName``; ``pod`` is not changed.
     Raises ValueError when ``pod`` is not a Pod mapping with ``metadata.name`` and ``spec``.
+
+    Long because: it is the module's stripping rule in its three numbered parts (what the server
+    sets, what admission plugins inject, the API server's defaults), every removal appending its
+    path to the same list, and later parts use what earlier ones found (the service-account
+    volumes); read in one piece it is the checklist of what the API server adds to a pod.
     """
     if not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict) or not isinstance(pod.get("metadata"), dict):
         raise ValueError("not a Pod: it needs metadata and spec mappings")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -362,190 +363,212 @@ class Prover(PodLooks):
         before the swap was removed at a relist and nothing replaced it: the kubelet refused the
         file), ``not-relisted`` (the old sandbox still ran but the timeout ended before a relist)
         or ``runtime-unavailable``.
+
+        The steps: each look at the runtime (:meth:`_start_look`) either settles the outcome or
+        says what is awaited; when the deadline passes, :meth:`_start_verdict` says exactly
+        what was seen.
         """
         report = progress or _silent
         start = self.clock()
-        deadline = start + max(0.0, timeout)
-        swap_ns = _ns(swap_time) - 1_000_000_000  # 1 s of slack for clock granularity
-        old_ids = set(before.sandbox_ids) if before else set()
-        old_hashes = set(before.ready_hashes) if before else set()
-        seeded = before is not None
-        want_names = [
-            str(c.get("name"))
-            for c in (manifest_doc.get("spec") or {}).get("containers") or []
-            if isinstance(c, Mapping)
-        ]
-        host_network = bool((manifest_doc.get("spec") or {}).get("hostNetwork"))
-        specs = probe_specs(manifest_doc)
-        trackers: dict[str, list[ProbeTracker]] = {}
-        health_sandbox: str | None = None
-        shadow_checked = False
-        last: PodObservation | None = None
-        last_error: str | None = None
-        chosen: Sandbox | None = None
-        phase = "sandbox"
-        relisted_at = start + self.file_check_frequency + RELIST_MARGIN
-        old_ran_after_swap = False  # a sandbox from before the swap was seen running after it
-        gone_since: float | None = None  # when nothing of the pod was ready any more
+        spec = manifest_doc.get("spec") or {}
+        w = _StartWatch(
+            pod_name=pod_name,
+            namespace=namespace,
+            before=before,
+            manifest_doc=manifest_doc,
+            manifest_changed=manifest_changed,
+            manifest_dir=manifest_dir,
+            manifest_file=manifest_file,
+            timeout=timeout,
+            start=start,
+            deadline=start + max(0.0, timeout),
+            swap_ns=_ns(swap_time) - 1_000_000_000,  # 1 s of slack for clock granularity
+            relisted_at=start + self.file_check_frequency + RELIST_MARGIN,
+            want_names=[str(c.get("name")) for c in spec.get("containers") or [] if isinstance(c, Mapping)],
+            host_network=bool(spec.get("hostNetwork")),
+            specs=probe_specs(manifest_doc),
+            old_ids=set(before.sandbox_ids) if before else set(),
+            old_hashes=set(before.ready_hashes) if before else set(),
+            seeded=before is not None,
+        )
 
         def finish(out: Outcome) -> Outcome:
             out.elapsed = self.clock() - start
-            out.details.setdefault("observation", last.to_dict() if last else None)
+            out.details.setdefault("observation", w.last.to_dict() if w.last else None)
             out.details.setdefault("before_config_hash", before.config_hash if before else None)
             self._add_mirror(out, pod_name, namespace)
             report(Progress("done", out.message, out.elapsed, timeout, done=True))
             return out
 
         while True:
-            now = self.clock()
-            elapsed = now - start
-            try:
-                obs = self.observe(pod_name, namespace, timeout=max(0.5, deadline - now))
-                last, last_error = obs, None
-            except RuntimeUnavailable as exc:
-                obs, last_error = None, exc.message
-            msg = f"waiting for the container runtime to answer ({last_error})" if obs is None else ""
-            if obs is not None and not seeded:
-                # No snapshot from before the swap: what ran before swap_time is the old version.
-                seeded = True
-                pre = [s for s in obs.ready_sandboxes if s.created_ns and s.created_ns < swap_ns]
-                old_ids |= {s.id for s in pre}
-                old_hashes |= {s.config_hash for s in pre if s.config_hash}
-            if obs is not None:
-                chosen = self._pick_sandbox(obs, old_ids, old_hashes, manifest_changed, swap_ns)
-                if any(s.id in old_ids for s in obs.ready_sandboxes):
-                    old_ran_after_swap, gone_since = True, None
-                elif not obs.ready_sandboxes and gone_since is None:
-                    gone_since = now
-                if (
-                    chosen is None
-                    and old_ran_after_swap
-                    and gone_since is not None
-                    and now - gone_since >= self.restart_backoff
-                ):
-                    return finish(self._dropped(namespace, pod_name, now - gone_since))
-                if chosen is None:
-                    phase = "sandbox"
-                    if manifest_changed and old_hashes and obs.ready_hashes & old_hashes:
-                        msg = (
-                            f"waiting for the kubelet to replace {namespace}/{pod_name} "
-                            f"(config.hash {sorted(obs.ready_hashes & old_hashes)[0][:12]} still runs)"
-                        )
-                        if not shadow_checked and elapsed >= min(self.file_check_frequency + RELIST_MARGIN, timeout):
-                            shadow_checked = True
-                            shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
-                            if shadow:
-                                return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
-                    elif manifest_changed:
-                        msg = f"waiting for a new sandbox of {namespace}/{pod_name}"
-                    else:
-                        msg = f"waiting for the kubelet to start {namespace}/{pod_name}"
-                else:
-                    conts = obs.containers_of(chosen.id)
-                    is_new = chosen.id not in old_ids
-                    running = {c.name for c in conts if c.running and (not is_new or c.created_ns >= swap_ns)}
-                    missing = [n for n in want_names if n not in running]
-                    if missing:
-                        phase = "containers"
-                        msg = f"waiting for containers of {namespace}/{pod_name}: {', '.join(missing)}"
-                        health_sandbox = None
-                    else:
-                        phase = "health"
-                        if health_sandbox != chosen.id:
-                            health_sandbox = chosen.id
-                            trackers = self._trackers(specs, conts, now)
-                        host = self._probe_host(chosen, host_network, deadline - now)
-                        verdict = self._run_due_probes(trackers, conts, host, deadline)
-                        young = [
-                            c.name
-                            for c in conts
-                            if c.running and c.name in want_names and c.created_ns > _ns(self.wall() - self.settle)
-                        ]
-                        if verdict == "healthy" and young:
-                            verdict = "pending"
-                        elif verdict == "healthy":
-                            shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
-                            if shadow:
-                                return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
-                            if is_new or self.clock() >= relisted_at:
-                                out = self._running(namespace, pod_name, chosen, is_new, trackers, host)
-                                return finish(self._kubelet_ready(out, pod_name, namespace, chosen, deadline,
-                                                                  report, start, timeout))
-                            verdict = "relist"
-                        if verdict == "unhealthy":
-                            return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=True))
-                        waiting = [t.spec.describe(host) for ts in trackers.values() for t in ts if not t.succeeded]
-                        if verdict == "relist":
-                            phase = "relist"
-                            msg = (
-                                f"{namespace}/{pod_name} still runs the sandbox from before the swap; waiting for "
-                                f"the kubelet's next relist (fileCheckFrequency {self.file_check_frequency:g} s) to "
-                                "show it accepted the file"
-                            )
-                        elif waiting:
-                            msg = "waiting for " + "; ".join(waiting[:2])
-                        else:
-                            msg = f"waiting for {', '.join(sorted(set(young)))} to stay up {self.settle:g} s"
-            report(Progress(phase, msg, self.clock() - start, timeout))
-            if self.clock() >= deadline:
+            settled, msg = self._start_look(w, report)
+            if settled is not None:
+                return finish(settled)
+            report(Progress(w.phase, msg, self.clock() - start, timeout))
+            if self.clock() >= w.deadline:
                 break
-            pause = min(self.poll_interval, max(0.0, deadline - self.clock()))
-            if phase == "health":  # wake for the next probe that falls due, not a poll later
-                dues = [t.next_due for ts in trackers.values() for t in ts if not t.succeeded]
-                if dues:
-                    pause = min(pause, max(0.02, min(dues) - self.clock()))
-            self.sleep(pause)
+            self.sleep(self._start_pause(w))
+        return finish(self._start_verdict(w))
 
-        # --- deadline passed: say exactly what was seen ----------------------------------------
-        if last is None:
-            return finish(
-                Outcome(
-                    False,
-                    "runtime-unavailable",
-                    f"could not ask the container runtime about {namespace}/{pod_name}: {last_error}",
-                    hint="check crictl and the CRI endpoint (--runtime-endpoint)",
-                )
+    def _start_look(self, w: _StartWatch, report: ProgressCallback) -> tuple[Outcome | None, str]:
+        """One look at the runtime: (the outcome, if this look settles it; else what is awaited)."""
+        now = self.clock()
+        try:
+            obs = self.observe(w.pod_name, w.namespace, timeout=max(0.5, w.deadline - now))
+            w.last, w.last_error = obs, None
+        except RuntimeUnavailable as exc:
+            w.last_error = exc.message
+            return None, f"waiting for the container runtime to answer ({w.last_error})"
+        if not w.seeded:
+            # No snapshot from before the swap: what ran before swap_time is the old version.
+            w.seeded = True
+            pre = [s for s in obs.ready_sandboxes if s.created_ns and s.created_ns < w.swap_ns]
+            w.old_ids |= {s.id for s in pre}
+            w.old_hashes |= {s.config_hash for s in pre if s.config_hash}
+        w.chosen = self._pick_sandbox(obs, w.old_ids, w.old_hashes, w.manifest_changed, w.swap_ns)
+        if any(s.id in w.old_ids for s in obs.ready_sandboxes):
+            w.old_ran_after_swap, w.gone_since = True, None
+        elif not obs.ready_sandboxes and w.gone_since is None:
+            w.gone_since = now
+        if (
+            w.chosen is None
+            and w.old_ran_after_swap
+            and w.gone_since is not None
+            and now - w.gone_since >= self.restart_backoff
+        ):
+            return self._dropped(w.namespace, w.pod_name, now - w.gone_since), ""
+        if w.chosen is None:
+            return self._start_no_sandbox(w, obs, now - w.start)
+        return self._start_in_sandbox(w, obs, w.chosen, now, report)
+
+    def _start_no_sandbox(self, w: _StartWatch, obs: PodObservation, elapsed: float) -> tuple[Outcome | None, str]:
+        """No sandbox of the new version yet: is the old one still there, or shadowed by a file?"""
+        w.phase = "sandbox"
+        namespace, pod_name = w.namespace, w.pod_name
+        if w.manifest_changed and w.old_hashes and obs.ready_hashes & w.old_hashes:
+            msg = (
+                f"waiting for the kubelet to replace {namespace}/{pod_name} "
+                f"(config.hash {sorted(obs.ready_hashes & w.old_hashes)[0][:12]} still runs)"
             )
-        if phase == "relist" and chosen is not None:
-            return finish(
-                Outcome(
-                    False,
-                    "not-relisted",
-                    f"{namespace}/{pod_name} still runs the sandbox from before the swap, but the kubelet had "
-                    f"not relisted (fileCheckFrequency {self.file_check_frequency:g} s) within {timeout:.0f} s: "
-                    "a file it refuses would keep that pod until then, so this proves nothing yet",
-                    details={"config_hash": chosen.config_hash, "sandbox_id": chosen.id},
-                    hint="wait longer than the kubelet's relist "
-                    f"(--wait={self.file_check_frequency + RELIST_MARGIN + 5:.0f}s)",
-                )
-            )
-        exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= swap_ns]
-        probes_pending = any(not t.succeeded for ts in trackers.values() for t in ts)
-        if phase == "health" and chosen is not None and (probes_pending or not exited):
-            host = self._probe_host(chosen, host_network, 1.0)
-            return finish(self._unhealthy(namespace, pod_name, chosen, trackers, host, fatal=False))
-        if not last.sandboxes and last.similar_names:
-            return finish(self._name_mismatch(namespace, pod_name, last))
-        if manifest_changed and old_hashes and last.ready_hashes & old_hashes:
-            shadow = find_shadowing_file(manifest_dir, manifest_doc, manifest_file=manifest_file)
+            if not w.shadow_checked and elapsed >= min(self.file_check_frequency + RELIST_MARGIN, w.timeout):
+                w.shadow_checked = True
+                shadow = find_shadowing_file(w.manifest_dir, w.manifest_doc, manifest_file=w.manifest_file)
+                if shadow:
+                    return self._shadowed(namespace, pod_name, shadow, w.manifest_dir, w.manifest_doc), msg
+            return None, msg
+        if w.manifest_changed:
+            return None, f"waiting for a new sandbox of {namespace}/{pod_name}"
+        return None, f"waiting for the kubelet to start {namespace}/{pod_name}"
+
+    def _start_in_sandbox(
+        self, w: _StartWatch, obs: PodObservation, chosen: Sandbox, now: float, report: ProgressCallback
+    ) -> tuple[Outcome | None, str]:
+        """A sandbox counts: wait for every container, then for the probes and the settle time."""
+        namespace, pod_name = w.namespace, w.pod_name
+        conts = obs.containers_of(chosen.id)
+        is_new = chosen.id not in w.old_ids
+        running = {c.name for c in conts if c.running and (not is_new or c.created_ns >= w.swap_ns)}
+        missing = [n for n in w.want_names if n not in running]
+        if missing:
+            w.phase = "containers"
+            w.health_sandbox = None
+            return None, f"waiting for containers of {namespace}/{pod_name}: {', '.join(missing)}"
+        w.phase = "health"
+        if w.health_sandbox != chosen.id:
+            w.health_sandbox = chosen.id
+            w.trackers = self._trackers(w.specs, conts, now)
+        host = self._probe_host(chosen, w.host_network, w.deadline - now)
+        verdict = self._run_due_probes(w.trackers, conts, host, w.deadline)
+        young = [
+            c.name
+            for c in conts
+            if c.running and c.name in w.want_names and c.created_ns > _ns(self.wall() - self.settle)
+        ]
+        if verdict == "healthy" and young:
+            verdict = "pending"
+        elif verdict == "healthy":
+            shadow = find_shadowing_file(w.manifest_dir, w.manifest_doc, manifest_file=w.manifest_file)
             if shadow:
-                return finish(self._shadowed(namespace, pod_name, shadow, manifest_dir, manifest_doc))
-            old = sorted(last.ready_hashes & old_hashes)[0]
-            return finish(
-                Outcome(
-                    False,
-                    "unchanged",
-                    f"{namespace}/{pod_name} still runs config.hash {old[:12]} from before the swap; "
-                    f"the kubelet did not replace it within {timeout:.0f} s",
-                    details={"config_hash": old},
-                    hint=(
-                        "check `journalctl -u kubelet` (the kubelet may not have read the file); a change "
-                        "made only of explicitly written API defaults does not change the pod "
-                        "(docs/kubelet-contract.md 'Identity and restarts')"
-                    ),
-                )
+                return self._shadowed(namespace, pod_name, shadow, w.manifest_dir, w.manifest_doc), ""
+            if is_new or self.clock() >= w.relisted_at:
+                out = self._running(namespace, pod_name, chosen, is_new, w.trackers, host)
+                return self._kubelet_ready(out, pod_name, namespace, chosen, w.deadline,
+                                           report, w.start, w.timeout), ""
+            verdict = "relist"
+        if verdict == "unhealthy":
+            return self._unhealthy(namespace, pod_name, chosen, w.trackers, host, fatal=True), ""
+        waiting = [t.spec.describe(host) for ts in w.trackers.values() for t in ts if not t.succeeded]
+        if verdict == "relist":
+            w.phase = "relist"
+            return None, (
+                f"{namespace}/{pod_name} still runs the sandbox from before the swap; waiting for "
+                f"the kubelet's next relist (fileCheckFrequency {self.file_check_frequency:g} s) to "
+                "show it accepted the file"
             )
-        new_sb = [s for s in last.sandboxes if s.id not in old_ids]
+        if waiting:
+            return None, "waiting for " + "; ".join(waiting[:2])
+        return None, f"waiting for {', '.join(sorted(set(young)))} to stay up {self.settle:g} s"
+
+    def _start_pause(self, w: _StartWatch) -> float:
+        """Seconds until the next look: a poll interval, or sooner when a probe falls due."""
+        pause = min(self.poll_interval, max(0.0, w.deadline - self.clock()))
+        if w.phase == "health":  # wake for the next probe that falls due, not a poll later
+            dues = [t.next_due for ts in w.trackers.values() for t in ts if not t.succeeded]
+            if dues:
+                pause = min(pause, max(0.02, min(dues) - self.clock()))
+        return pause
+
+    def _start_verdict(self, w: _StartWatch) -> Outcome:
+        """The deadline passed: say exactly what was seen at the last look."""
+        namespace, pod_name, timeout, chosen, last = w.namespace, w.pod_name, w.timeout, w.chosen, w.last
+        if last is None:
+            return Outcome(
+                False,
+                "runtime-unavailable",
+                f"could not ask the container runtime about {namespace}/{pod_name}: {w.last_error}",
+                hint="check crictl and the CRI endpoint (--runtime-endpoint)",
+            )
+        if w.phase == "relist" and chosen is not None:
+            return Outcome(
+                False,
+                "not-relisted",
+                f"{namespace}/{pod_name} still runs the sandbox from before the swap, but the kubelet had "
+                f"not relisted (fileCheckFrequency {self.file_check_frequency:g} s) within {timeout:.0f} s: "
+                "a file it refuses would keep that pod until then, so this proves nothing yet",
+                details={"config_hash": chosen.config_hash, "sandbox_id": chosen.id},
+                hint="wait longer than the kubelet's relist "
+                f"(--wait={self.file_check_frequency + RELIST_MARGIN + 5:.0f}s)",
+            )
+        exited = [c for c in last.containers if c.state == CONTAINER_EXITED and c.created_ns >= w.swap_ns]
+        probes_pending = any(not t.succeeded for ts in w.trackers.values() for t in ts)
+        if w.phase == "health" and chosen is not None and (probes_pending or not exited):
+            host = self._probe_host(chosen, w.host_network, 1.0)
+            return self._unhealthy(namespace, pod_name, chosen, w.trackers, host, fatal=False)
+        if not last.sandboxes and last.similar_names:
+            return self._name_mismatch(namespace, pod_name, last)
+        if w.manifest_changed and w.old_hashes and last.ready_hashes & w.old_hashes:
+            shadow = find_shadowing_file(w.manifest_dir, w.manifest_doc, manifest_file=w.manifest_file)
+            if shadow:
+                return self._shadowed(namespace, pod_name, shadow, w.manifest_dir, w.manifest_doc)
+            old = sorted(last.ready_hashes & w.old_hashes)[0]
+            return Outcome(
+                False,
+                "unchanged",
+                f"{namespace}/{pod_name} still runs config.hash {old[:12]} from before the swap; "
+                f"the kubelet did not replace it within {timeout:.0f} s",
+                details={"config_hash": old},
+                hint=(
+                    "check `journalctl -u kubelet` (the kubelet may not have read the file); a change "
+                    "made only of explicitly written API defaults does not change the pod "
+                    "(docs/kubelet-contract.md 'Identity and restarts')"
+                ),
+            )
+        return self._start_not_running(w, last, exited)
+
+    def _start_not_running(self, w: _StartWatch, last: PodObservation, exited: list[Any]) -> Outcome:
+        """The deadline passed with no sandbox whose containers all run: crash-looping or never-started."""
+        namespace, pod_name, timeout, chosen = w.namespace, w.pod_name, w.timeout, w.chosen
+        new_sb = [s for s in last.sandboxes if s.id not in w.old_ids]
         if chosen is not None or exited:
             sb = chosen or (sorted(new_sb, key=lambda s: s.created_ns)[-1] if new_sb else None)
             conts = last.containers_of(sb.id) if sb else exited
@@ -553,26 +576,60 @@ class Prover(PodLooks):
                 f"{c.name} {c.state.removeprefix('CONTAINER_').lower()} (attempt {c.attempt})" for c in conts
             )
             state = "crash-looping" if exited else "never-started"
-            return finish(
-                Outcome(
-                    False,
-                    state,
-                    f"{namespace}/{pod_name}: sandbox {sb.id[:13] if sb else '?'} exists but not every "
-                    "container "
-                    f"runs after {timeout:.0f} s ({summary or 'no containers yet'})",
-                    details={"config_hash": sb.config_hash if sb else None},
-                    hint="see `crictl ps -a --pod <id>` and `crictl logs <container>`",
-                )
-            )
-        return finish(
-            Outcome(
+            return Outcome(
                 False,
-                "never-started",
-                f"no new sandbox for {namespace}/{pod_name} appeared within {timeout:.0f} s",
-                hint=(
-                    "the kubelet may have refused the pod (admission: OutOfcpu/OutOfmemory, host port "
-                    "in use: docs/kubelet-contract.md 'What the kubelet refuses'), not read the file, or still be "
-                    "pulling the image; see `journalctl -u kubelet`"
-                ),
+                state,
+                f"{namespace}/{pod_name}: sandbox {sb.id[:13] if sb else '?'} exists but not every "
+                "container "
+                f"runs after {timeout:.0f} s ({summary or 'no containers yet'})",
+                details={"config_hash": sb.config_hash if sb else None},
+                hint="see `crictl ps -a --pod <id>` and `crictl logs <container>`",
             )
+        return Outcome(
+            False,
+            "never-started",
+            f"no new sandbox for {namespace}/{pod_name} appeared within {timeout:.0f} s",
+            hint=(
+                "the kubelet may have refused the pod (admission: OutOfcpu/OutOfmemory, host port "
+                "in use: docs/kubelet-contract.md 'What the kubelet refuses'), not read the file, or still be "
+                "pulling the image; see `journalctl -u kubelet`"
+            ),
         )
+
+
+@dataclass
+class _StartWatch:
+    """What :meth:`Prover.wait_started` knows between two looks at the runtime.
+
+    The first block is fixed for the wait; the second changes with each look. Times are the
+    prover's monotonic clock (seconds) except ``swap_ns`` (wall-clock nanoseconds, as the runtime
+    reports ``createdAt``).
+    """
+
+    pod_name: str
+    namespace: str
+    before: PodObservation | None
+    manifest_doc: Mapping[str, Any]
+    manifest_changed: bool
+    manifest_dir: Path
+    manifest_file: str | None
+    timeout: float
+    start: float
+    deadline: float
+    swap_ns: int
+    relisted_at: float
+    want_names: list[str]
+    host_network: bool
+    specs: list[Any]
+    old_ids: set[str]
+    old_hashes: set[str]
+    seeded: bool
+    trackers: dict[str, list[ProbeTracker]] = field(default_factory=dict)
+    health_sandbox: str | None = None
+    shadow_checked: bool = False
+    last: PodObservation | None = None
+    last_error: str | None = None
+    chosen: Sandbox | None = None
+    phase: str = "sandbox"
+    old_ran_after_swap: bool = False  # a sandbox from before the swap was seen running after it
+    gone_since: float | None = None  # when nothing of the pod was ready any more

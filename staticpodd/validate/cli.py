@@ -141,11 +141,20 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
         manifests += _manifest_count(raw)
         checked.extend(_checked_files(raw))
     verdicts = _verdicts(checked, findings)
+    ok = not has_errors(findings)
+    _write_report(out, as_json, files=files, findings=findings, verdicts=verdicts, manifests=manifests,
+                  version=version, ok=ok)
+    return EXIT_OK if ok else EXIT_FAILURE
+
+
+def _write_report(out: IO[str], as_json: bool, *, files: list[str], findings: list[Any],
+                  verdicts: list[Any], manifests: int, version: Any, ok: bool) -> None:
+    """Write the verb's result: one JSON document, or each finding, the per-file verdicts that
+    matter (when several files were checked) and a one-line summary."""
     not_run = sum(1 for _p, v in verdicts if not v.kubelet_runs)
     ours_only = sum(1 for _p, v in verdicts if v.kubelet_runs and v.staticpodd == "refuses")
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
-    ok = not has_errors(findings)
     if as_json:
         json.dump(
             json_safe({
@@ -183,7 +192,6 @@ def run_validate(args: argparse.Namespace, stdout: IO[str] | None = None) -> int
             f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
             f"{_verdict_summary(verdicts, not_run, ours_only)}\n"
         )
-    return EXIT_OK if ok else EXIT_FAILURE
 
 
 def _checked_files(path: str) -> list[str]:

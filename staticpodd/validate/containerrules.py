@@ -35,6 +35,10 @@ def rule_containers(ctx: Context) -> None:
     ``resources-invalid``, ``probe-invalid``. Source: validation.go validateContainers /
     validateInitContainers / validateContainerCommon / validateContainerPorts / ValidateVolumeMounts /
     ValidateEnv / ValidateResourceRequirements / validateProbe / validateLivenessProbe.
+
+    Long because: it is one pass over every container in the order validation.go checks a
+    container (name, image, enums, ports, mounts, env, resources, probes), sharing the names and
+    host ports seen so far; kept whole it can be read beside the upstream source line by line.
     """
     spec = ctx.spec
     host_network = spec.get("hostNetwork") is True

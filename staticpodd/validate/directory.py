@@ -214,22 +214,9 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
     findings: list[Finding] = []
     before = memo.start(options) if memo is not None else {}
     names = sorted(os.listdir(directory))  # raises OSError when unreadable
-    dstat = os.stat(directory)
-    dmode = stat.S_IMODE(dstat.st_mode)
-    if dmode & 0o022 or dstat.st_uid != 0:
-        findings.append(
-            Finding(
-                "loose-permissions",
-                "warning",
-                str(directory),
-                None,
-                None,
-                None,
-                f"the manifest directory is mode {dmode:04o} owned by uid {dstat.st_uid}: others "
-                "can add pods that the kubelet will run",
-                "chmod 0700 (or 0755) and chown root:root",
-            )
-        )
+    loose = _directory_mode_finding(directory)
+    if loose is not None:
+        findings.append(loose)
     pods: dict[tuple[str, str], list[PodFacts]] = {}
     for name in names:
         if name.startswith("."):
@@ -240,65 +227,8 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
             lst = os.lstat(full)
         except FileNotFoundError:
             continue  # vanished meanwhile
-        if stat.S_ISLNK(lst.st_mode):
-            try:
-                st = os.stat(full)
-            except OSError:
-                findings.append(
-                    Finding(
-                        "dangling-symlink",
-                        "warning",
-                        display,
-                        None,
-                        None,
-                        None,
-                        f"symlink to {os.readlink(full)!r}, which does not exist: the kubelet skips it",
-                        "remove the link or restore its target",
-                    )
-                )
-                continue
-            findings.append(
-                Finding(
-                    "symlink",
-                    "warning",
-                    display,
-                    None,
-                    None,
-                    None,
-                    f"symlink to {os.readlink(full)!r}: the kubelet follows it, but a change to the "
-                    "target raises no event and is seen only at the next 20 s relist",
-                    "keep manifests as plain files in the directory",
-                )
-            )
-        else:
-            st = lst
-        if stat.S_ISDIR(st.st_mode):
-            findings.append(
-                Finding(
-                    "subdirectory-ignored",
-                    "warning",
-                    display,
-                    None,
-                    None,
-                    None,
-                    "subdirectory: the kubelet does not look inside it; nothing in it runs",
-                    "move it out of the manifest directory, or give it a dot-name",
-                )
-            )
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            findings.append(
-                Finding(
-                    "not-regular-file",
-                    "warning",
-                    display,
-                    None,
-                    None,
-                    None,
-                    "not a regular file: the kubelet skips it",
-                    "remove it",
-                )
-            )
+        st = _regular_file_stat(full, display, lst, findings)
+        if st is None:
             continue
         perm = _permission_finding(display, st)
         if perm:
@@ -313,24 +243,7 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
         if data is None:  # not a regular file, or over the kubelet's 10 MiB: judged without its bytes
             findings.extend(unread)
             continue
-        import hashlib
-
-        digest = hashlib.sha256(data).hexdigest()
-        kept = before.get(display)
-        if kept is not None and kept[0] == digest:
-            own, facts = kept[1], kept[2]
-        else:
-            from staticpodd.validate import isolated
-
-            if isolated.applies(data):  # the daemon: a big file is judged in a child process
-                own, facts = isolated.judge(data, display, options,
-                                            lambda d, p, o: judge_all(d, p, o, validate))[1:]
-            else:
-                own, facts = _judge_file(name, display, data, options, validate)
-            if memo is not None:
-                memo.validated += 1
-        if memo is not None:
-            memo.keep(display, digest, own, facts)
+        own, facts = _judge_remembered(name, display, data, options, validate, memo, before)
         findings.extend(own)
         if facts is not None:
             pods.setdefault(facts.key, []).append(facts)
@@ -340,6 +253,125 @@ def check_directory(directory: Path, options: Options, validate: ValidateFn, mem
 
     findings.extend(directory_fit(pods, options))
     return findings
+
+
+def _directory_mode_finding(directory: Path) -> Finding | None:
+    """``loose-permissions`` when others can write the manifest directory or root does not own it."""
+    dstat = os.stat(directory)
+    dmode = stat.S_IMODE(dstat.st_mode)
+    if dmode & 0o022 or dstat.st_uid != 0:
+        return Finding(
+            "loose-permissions",
+            "warning",
+            str(directory),
+            None,
+            None,
+            None,
+            f"the manifest directory is mode {dmode:04o} owned by uid {dstat.st_uid}: others "
+            "can add pods that the kubelet will run",
+            "chmod 0700 (or 0755) and chown root:root",
+        )
+    return None
+
+
+def _regular_file_stat(full: Path, display: str, lst: os.stat_result, findings: list[Finding]
+                       ) -> os.stat_result | None:
+    """The stat of the regular file the kubelet would read at ``full`` (through a symlink), or
+    None when it skips the entry (a dangling symlink, a subdirectory, not a regular file).
+    Appends a warning for each of those, and for a symlink it follows."""
+    if stat.S_ISLNK(lst.st_mode):
+        try:
+            st = os.stat(full)
+        except OSError:
+            findings.append(
+                Finding(
+                    "dangling-symlink",
+                    "warning",
+                    display,
+                    None,
+                    None,
+                    None,
+                    f"symlink to {os.readlink(full)!r}, which does not exist: the kubelet skips it",
+                    "remove the link or restore its target",
+                )
+            )
+            return None
+        findings.append(
+            Finding(
+                "symlink",
+                "warning",
+                display,
+                None,
+                None,
+                None,
+                f"symlink to {os.readlink(full)!r}: the kubelet follows it, but a change to the "
+                "target raises no event and is seen only at the next 20 s relist",
+                "keep manifests as plain files in the directory",
+            )
+        )
+    else:
+        st = lst
+    if stat.S_ISDIR(st.st_mode):
+        findings.append(
+            Finding(
+                "subdirectory-ignored",
+                "warning",
+                display,
+                None,
+                None,
+                None,
+                "subdirectory: the kubelet does not look inside it; nothing in it runs",
+                "move it out of the manifest directory, or give it a dot-name",
+            )
+        )
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        findings.append(
+            Finding(
+                "not-regular-file",
+                "warning",
+                display,
+                None,
+                None,
+                None,
+                "not a regular file: the kubelet skips it",
+                "remove it",
+            )
+        )
+        return None
+    return st
+
+
+def _judge_remembered(
+    name: str,
+    display: str,
+    data: bytes,
+    options: Options,
+    validate: ValidateFn,
+    memo: FileMemo | None,
+    before: dict[str, tuple[str, tuple[Finding, ...], PodFacts | None]],
+) -> tuple[tuple[Finding, ...], PodFacts | None]:
+    """One file's own findings and pod facts: kept from ``before`` when its digest is unchanged,
+    else judged (a big file in a child process, in the daemon) and counted in ``memo``."""
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()
+    kept = before.get(display)
+    if kept is not None and kept[0] == digest:
+        own, facts = kept[1], kept[2]
+    else:
+        from staticpodd.validate import isolated
+
+        if isolated.applies(data):  # the daemon: a big file is judged in a child process
+            own, facts = isolated.judge(data, display, options,
+                                        lambda d, p, o: judge_all(d, p, o, validate))[1:]
+        else:
+            own, facts = _judge_file(name, display, data, options, validate)
+        if memo is not None:
+            memo.validated += 1
+    if memo is not None:
+        memo.keep(display, digest, own, facts)
+    return own, facts
 
 
 def _duplicates(pods: dict) -> list[Finding]:

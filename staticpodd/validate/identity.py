@@ -106,111 +106,117 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
     characters, only when ``node_name`` is given), ``namespace-invalid``.
     Source: pkg/kubelet/config/common.go tryDecodeSinglePod/applyDefaults;
     apimachinery ValidateObjectMeta (name: DNS-1123 subdomain; namespace: DNS-1123 label).
+
+    The checks run in the kubelet's order: the document must be an object, then a v1 Pod, then
+    have a name; the first of those that fails is the only finding. A name and namespace that
+    decode are then checked for validity, each on its own.
     """
-    out: list[Finding] = []
+    problem = _object_problem(doc, positions, path) or _kind_problem(doc, positions, path)
+    if problem is None:
+        problem = _metadata_problem(doc.get("metadata"), positions, path)
+    if problem is not None:
+        return [problem]
+    meta = doc.get("metadata") or {}
+    return _name_findings(meta["name"], node_name, positions, path) + _namespace_findings(meta, positions, path)
+
+
+def _object_problem(doc: Any, positions: dict, path: str) -> Finding | None:
+    """``empty`` or ``not-an-object`` when ``doc`` is not a mapping at all."""
     if doc is None:
-        return [
-            make(
-                "empty",
-                "error",
-                path,
-                positions,
-                None,
-                "file is empty: the kubelet fails with \"Object 'Kind' is missing in 'null'\" and removes "
-                "the pod it was running from this file",
-                "write the full Pod manifest; restore the last good version",
-            )
-        ]
+        return make(
+            "empty",
+            "error",
+            path,
+            positions,
+            None,
+            "file is empty: the kubelet fails with \"Object 'Kind' is missing in 'null'\" and removes "
+            "the pod it was running from this file",
+            "write the full Pod manifest; restore the last good version",
+        )
     if not isinstance(doc, dict):
-        return [
-            make(
-                "not-an-object",
-                "error",
-                path,
-                positions,
-                None,
-                f"the file decodes to a {_json_type(doc)}, not a Pod object (is it a script or some other "
-                "file?); the kubelet cannot decode it as a pod",
-                "a manifest is one mapping with apiVersion: v1 and kind: Pod",
-            )
-        ]
+        return make(
+            "not-an-object",
+            "error",
+            path,
+            positions,
+            None,
+            f"the file decodes to a {_json_type(doc)}, not a Pod object (is it a script or some other "
+            "file?); the kubelet cannot decode it as a pod",
+            "a manifest is one mapping with apiVersion: v1 and kind: Pod",
+        )
+    return None
+
+
+def _kind_problem(doc: dict, positions: dict, path: str) -> Finding | None:
+    """``kind-missing``, ``not-a-pod``, ``api-version-missing`` or ``wrong-api-version``, or None for a v1 Pod."""
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
     if kind is None or kind == "":
-        out.append(
-            make(
-                "kind-missing",
-                "error",
-                path,
-                positions,
-                None,
-                "Object 'Kind' is missing: the kubelet cannot decode this file as a pod",
-                "add 'kind: Pod' and 'apiVersion: v1'",
-            )
+        return make(
+            "kind-missing",
+            "error",
+            path,
+            positions,
+            None,
+            "Object 'Kind' is missing: the kubelet cannot decode this file as a pod",
+            "add 'kind: Pod' and 'apiVersion: v1'",
         )
-        return out
     if not isinstance(kind, str):
-        return [
-            make(
-                "not-a-pod",
-                "error",
-                path,
-                positions,
-                "kind",
-                f"kind must be a string, got {kind!r}; the kubelet cannot decode this file",
-                "kind: Pod",
-            )
-        ]
+        return make(
+            "not-a-pod",
+            "error",
+            path,
+            positions,
+            "kind",
+            f"kind must be a string, got {kind!r}; the kubelet cannot decode this file",
+            "kind: Pod",
+        )
     if kind != "Pod":
-        return [
-            make(
-                "not-a-pod",
-                "error",
-                path,
-                positions,
-                "kind",
-                f"this is a {kind}, not a Pod: the kubelet's file source refuses it "
-                '("couldn\'t parse as pod") and retries every 20 s',
-                _not_a_pod_hint(kind, api_version),
-            )
-        ]
+        return make(
+            "not-a-pod",
+            "error",
+            path,
+            positions,
+            "kind",
+            f"this is a {kind}, not a Pod: the kubelet's file source refuses it "
+            '("couldn\'t parse as pod") and retries every 20 s',
+            _not_a_pod_hint(kind, api_version),
+        )
     if api_version is None or api_version == "":
-        return [
-            make(
-                "api-version-missing",
-                "error",
-                path,
-                positions,
-                "kind",
-                "Object 'apiVersion' is missing: the kubelet cannot decode this file",
-                "add 'apiVersion: v1'",
-            )
-        ]
+        return make(
+            "api-version-missing",
+            "error",
+            path,
+            positions,
+            "kind",
+            "Object 'apiVersion' is missing: the kubelet cannot decode this file",
+            "add 'apiVersion: v1'",
+        )
     if api_version != "v1":
-        return [
-            make(
-                "wrong-api-version",
-                "error",
-                path,
-                positions,
-                "apiVersion",
-                f"no kind Pod is registered for version {api_version!r}: the kubelet refuses this file",
-                "use 'apiVersion: v1'",
-            )
-        ]
-    meta = doc.get("metadata")
+        return make(
+            "wrong-api-version",
+            "error",
+            path,
+            positions,
+            "apiVersion",
+            f"no kind Pod is registered for version {api_version!r}: the kubelet refuses this file",
+            "use 'apiVersion: v1'",
+        )
+    return None
+
+
+def _metadata_problem(meta: Any, positions: dict, path: str) -> Finding | None:
+    """``name-missing`` or ``name-invalid`` when metadata.name cannot be decoded as a string."""
     if meta is not None and not isinstance(meta, dict):
-        return [
-            make(
-                "name-missing",
-                "error",
-                path,
-                positions,
-                "metadata",
-                "metadata must be a mapping; the kubelet cannot decode this file",
-                "metadata: {name: ...}",
-            )
-        ]
+        return make(
+            "name-missing",
+            "error",
+            path,
+            positions,
+            "metadata",
+            "metadata must be a mapping; the kubelet cannot decode this file",
+            "metadata: {name: ...}",
+        )
     name = (meta or {}).get("name")
     if name is None or name == "":
         finding = make(
@@ -225,22 +231,25 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
         if finding.line is None:  # no metadata at all: point at the top-level kind, where it belongs
             line, column = locate(positions or {}, "kind")
             finding = finding.replace(line=line or 1, column=column or 1)
-        return [finding]
+        return finding
     if not isinstance(name, str):
-        return [
-            make(
-                "name-invalid",
-                "error",
-                path,
-                positions,
-                "metadata.name",
-                f"metadata.name must be a string, got {name!r}; the kubelet cannot decode this file",
-                "quote the name",
-            )
-        ]
+        return make(
+            "name-invalid",
+            "error",
+            path,
+            positions,
+            "metadata.name",
+            f"metadata.name must be a string, got {name!r}; the kubelet cannot decode this file",
+            "quote the name",
+        )
+    return None
+
+
+def _name_findings(name: str, node_name: str | None, positions: dict, path: str) -> list[Finding]:
+    """``name-invalid`` (not a DNS-1123 subdomain) or ``name-too-long`` (with the node's name)."""
     why = dns1123_subdomain_errors(name)
     if why:
-        out.append(
+        return [
             make(
                 "name-invalid",
                 "error",
@@ -250,52 +259,58 @@ def identity_findings(doc: Any, positions: dict, path: str, node_name: str | Non
                 f"metadata.name {name!r} is invalid: {why}; the kubelet refuses the pod",
                 "use lower-case letters, digits, '-' and '.'",
             )
+        ]
+    if node_name is None:
+        return []
+    full = f"{name}-{node_name}"
+    why = dns1123_subdomain_errors(full)
+    if not why:
+        return []
+    return [
+        make(
+            "name-too-long",
+            "error",
+            path,
+            positions,
+            "metadata.name",
+            f"the kubelet names the pod {full[:40]}... ({len(full)} characters: metadata.name "
+            f"plus '-{node_name}'), which {why}; the pod is refused",
+            f"shorten metadata.name to at most {DNS1123_SUBDOMAIN_MAX - len(node_name) - 1} characters",
         )
-    elif node_name is not None:
-        full = f"{name}-{node_name}"
-        why = dns1123_subdomain_errors(full)
-        if why:
-            out.append(
-                make(
-                    "name-too-long",
-                    "error",
-                    path,
-                    positions,
-                    "metadata.name",
-                    f"the kubelet names the pod {full[:40]}... ({len(full)} characters: metadata.name "
-                    f"plus '-{node_name}'), which {why}; the pod is refused",
-                    f"shorten metadata.name to at most {DNS1123_SUBDOMAIN_MAX - len(node_name) - 1} characters",
-                )
+    ]
+
+
+def _namespace_findings(meta: dict, positions: dict, path: str) -> list[Finding]:
+    """``namespace-invalid`` when metadata.namespace is set and not a DNS-1123 label."""
+    ns = meta.get("namespace")
+    if ns is None or ns == "":
+        return []
+    if not isinstance(ns, str):
+        return [
+            make(
+                "namespace-invalid",
+                "error",
+                path,
+                positions,
+                "metadata.namespace",
+                f"metadata.namespace must be a string, got {ns!r}",
+                "quote it",
             )
-    ns = meta.get("namespace") if isinstance(meta, dict) else None
-    if ns is not None and ns != "":
-        if not isinstance(ns, str):
-            out.append(
-                make(
-                    "namespace-invalid",
-                    "error",
-                    path,
-                    positions,
-                    "metadata.namespace",
-                    f"metadata.namespace must be a string, got {ns!r}",
-                    "quote it",
-                )
-            )
-        else:
-            why = dns1123_label_errors(ns)
-            if why:
-                out.append(
-                    make(
-                        "namespace-invalid",
-                        "error",
-                        path,
-                        positions,
-                        "metadata.namespace",
-                        f"metadata.namespace {ns!r} is invalid: {why}; the kubelet refuses the pod",
-                        "use a valid namespace such as kube-system",
-                    )
-                )
-    return out
+        ]
+    why = dns1123_label_errors(ns)
+    if not why:
+        return []
+    return [
+        make(
+            "namespace-invalid",
+            "error",
+            path,
+            positions,
+            "metadata.namespace",
+            f"metadata.namespace {ns!r} is invalid: {why}; the kubelet refuses the pod",
+            "use a valid namespace such as kube-system",
+        )
+    ]
 
 
 def problem_finding(problem: DecodeProblem, path: str) -> Finding:
