@@ -292,6 +292,7 @@ def cmd_doctor(args: argparse.Namespace, out: Out) -> int:
     out.say(f"version store: {integrity}")
     if integrity != "ok":
         problem("store-corrupt", f"version store integrity check: {integrity}")
+        seen[("store-corrupt", _base(str(eng.layout.db_path)))] = "error"  # counted, and exit 1
     # Exit 1 for any problem of severity error; warnings alone (a stray, a loose mode) are counted
     # and shown but exit 0, as before.
     ok = errors == 0 and "error" not in seen.values()
