@@ -20,7 +20,7 @@ from staticpodd.journal import Event
 
 HEX32 = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32}(?![0-9A-Za-z])")
 REQUIRED_HEADERS = ("Subject", "Defined-By", "Support", "Documentation")
-SHIPPED_MAN_PAGES = {"man:staticpodctl(8)", "man:staticpodd(8)"}
+SHIPPED_MAN_PAGES = {"man:staticpodctl(8)", "man:staticpodd(8)", "man:staticpodd.yaml(5)"}
 
 
 def parse_catalog(text: str) -> dict[str, tuple[dict[str, str], str]]:
