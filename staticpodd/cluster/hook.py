@@ -110,10 +110,6 @@ def make_publisher(layout: Any, cfg: Any) -> Any:
                      limit=int(cfg.cluster.queue_limit))
 
 
-def _iso_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 class ClusterHook:
     """A :class:`staticpodd.journal.Journal` observer (``journal.observers.append(hook)``).
 
@@ -144,13 +140,14 @@ class ClusterHook:
         the publisher. Never raises (a failure is kept in ``error`` for :meth:`report`)."""
         if not self.enabled():
             return
+        from ..store.versions import iso
         from .view import EVENT_REASONS, STATE_EVENTS, entry_for
 
         name = getattr(event, "name", str(event))
         if name not in EVENT_REASONS and name not in STATE_EVENTS:
             return
         try:
-            entry = entry_for(name, message, fields, at=_iso_now())
+            entry = entry_for(name, message, fields, at=iso(time.time()))
             layout = self._layout()
             if entry is not None:
                 from .outbox import Outbox

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import StaticpodError
 from ..node.trust import ensure_dir, problem_of, untrusted
+from ..store.versions import iso
 
 TYPE_CHECKING = False  # typing is for mypy: a changing verb that publishes imports this module
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class Outbox:
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped_through', ?)", (str(through),))
                 if self._meta(db, "dropped_at") is None:
                     db.execute("INSERT INTO meta (key, value) VALUES ('dropped_at', ?)",
-                               (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+                               (iso(time.time()),))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -267,7 +268,7 @@ class Outbox:
             if left > 0:
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped', ?)", (str(left),))
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('dropped_at', ?)",
-                           (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),))
+                           (iso(time.time()),))
             else:
                 db.execute("DELETE FROM meta WHERE key IN ('dropped', 'dropped_at', 'dropped_through')")
             db.execute("COMMIT")

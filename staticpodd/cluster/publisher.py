@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from ..store.versions import iso
 from .outbox import Outbox, OutboxCorrupt
 from .view import desired_annotations, dropped_entry, event_object
 
@@ -31,10 +32,6 @@ DROP_STATUSES = frozenset({400, 413, 422})
 #: Queued rows read at a time: a queue of ``cluster.queue_limit`` (up to 100000) rows is not
 #: read whole at every retry while the API server is away (0.4 s of CPU, the GIL held).
 BATCH = 100
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def node_state(layout: Any) -> dict[str, str | None]:
@@ -120,7 +117,7 @@ class Publisher:
             result["waiting"] = box.waiting()
             box.set("error", result["error"])
             if result["error"] is None:
-                box.set("published_at", _iso(time.time()))
+                box.set("published_at", iso(time.time()))
         finally:
             os.close(lock)
 
@@ -195,7 +192,7 @@ class Publisher:
                     return
         if dropped:  # older than everything still queued: said first
             try:
-                api.create_event(event_object(dropped_entry(dropped, at=dropped_at or _iso(time.time())),
+                api.create_event(event_object(dropped_entry(dropped, at=dropped_at or iso(time.time())),
                                               self.node_name, uid, seq=f"d{dropped_through}"))
             except ClusterError as exc:
                 result["error"] = result["error"] or str(exc)

@@ -151,10 +151,11 @@ def cmd_pin(args: argparse.Namespace, out: Out) -> int:
     except ClusterError as exc:
         raise _restore_original(cl, jr, stripped, ns, name, node_name, kept, exc) from None
     from ..engine.model import Actor
+    from ..store.versions import iso
 
     actor = str(Actor.current())
     entry = {"namespace": ns, "name": name, "node": node_name, "uid": (created.get("metadata") or {}).get("uid"),
-             "pinned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "actor": actor,
+             "pinned_at": iso(time.time()), "actor": actor,
              "bare": True, "owners_dropped": owners, "warnings": [w["rule"] for w in warnings],
              "original": kept}
     entry["record"] = record_pin(layout.state_dir, entry)
