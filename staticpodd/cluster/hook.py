@@ -62,6 +62,8 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
     try:
         # the directories too: a user who may rename in one swaps the file for a kubeconfig
         # whose exec credential plugin the client runs as root
+        from ..node.trust import trusted_kubeconfig
+
         trusted_kubeconfig(path, "cluster kubeconfig", parents_up_to=Path(layout.root))
     except FileNotFoundError:
         raise StaticpodError(f"{path}: no kubeconfig to publish the cluster view with",
@@ -78,19 +80,6 @@ def publish_settings(layout: Any, cfg: Any) -> tuple[str, str]:
     return str(path), str(name)
 
 
-def trusted_kubeconfig(path: Path, what: str, *, parents_up_to: Path) -> None:
-    """Refuse (Untrusted) a kubeconfig another user could have written or swapped: the file, and
-    every directory from it up to ``parents_up_to``, as :func:`staticpodd.trust.check_path`
-    checks them; and one that is not a regular file (a FIFO would hold the reader forever). The
-    client runs what a kubeconfig says (``users[].user.exec``), as the caller. Raises
-    FileNotFoundError when it does not exist."""
-    import stat
-
-    from ..node.trust import check_path, untrusted
-
-    st = check_path(path, what, parents_up_to=parents_up_to)
-    if not stat.S_ISREG(st.st_mode):
-        raise untrusted(path, what, "not a regular file")
 
 
 def make_publisher(layout: Any, cfg: Any) -> Any:

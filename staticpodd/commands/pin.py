@@ -176,13 +176,13 @@ def _trusted_kubeconfig(path: str, root: Any = "/") -> None:
     """Raise unless ``path`` and every directory above it (up to ``root`` when it lies under it,
     else up to ``/``) are only root's or ours to write, and it is a regular file: its credentials
     decide which API server pin talks to, and the client runs what it says (``users[].user.exec``)
-    as the caller (:func:`staticpodd.cluster.hook.trusted_kubeconfig`). A missing file is left to
+    as the caller (:func:`staticpodd.node.trust.trusted_kubeconfig`). A missing file is left to
     the client's own error."""
     import os
     from pathlib import Path
 
-    from ..cluster.hook import trusted_kubeconfig
     from ..errors import Untrusted
+    from ..node.trust import trusted_kubeconfig
 
     top = Path(str(root))
     where = Path(os.path.abspath(path))

@@ -129,9 +129,9 @@ def cluster_kubeconfig(args: argparse.Namespace) -> str:
     import os
     from pathlib import Path
 
-    from ..cluster.hook import trusted_kubeconfig
     from ..errors import StaticpodError
     from ..layout import under_root
+    from ..node.trust import trusted_kubeconfig
 
     path = getattr(args, "kubeconfig", None)
     if not path and os.environ.get("KUBECONFIG"):

@@ -204,3 +204,14 @@ def layout_problems(layout: Any) -> list[tuple[str, str, str]]:
             out.append(("loose-mode", f"{path} has mode {bits:04o}, {what} (intended {mode:04o}; "
                         f"chmod {mode:04o} {path}, or the next change tightens it)", str(path)))
     return out
+
+
+def trusted_kubeconfig(path: Path, what: str, *, parents_up_to: Path) -> None:
+    """Refuse (Untrusted) a kubeconfig another user could have written or swapped: the file, and
+    every directory from it up to ``parents_up_to``, as :func:`check_path` checks them; and one
+    that is not a regular file (a FIFO would hold the reader forever). The client runs what a
+    kubeconfig says (``users[].user.exec``), as the caller. Raises FileNotFoundError when it does
+    not exist."""
+    st = check_path(path, what, parents_up_to=parents_up_to)
+    if not stat.S_ISREG(st.st_mode):
+        raise untrusted(path, what, "not a regular file")

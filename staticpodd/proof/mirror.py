@@ -28,8 +28,14 @@ _apis: dict[tuple[str, int, int, float], Any] = {}
 
 
 def _api(kubeconfig: Path, timeout: float) -> Any:
+    """The connection for ``kubeconfig``. The client runs what a kubeconfig says
+    (``users[].user.exec``) as the caller, so the file and every directory above it are checked
+    first, as the cluster view checks its own (:func:`staticpodd.node.trust.trusted_kubeconfig`;
+    Untrusted, FileNotFoundError)."""
     from ..cluster.client import Api
+    from ..node.trust import trusted_kubeconfig
 
+    trusted_kubeconfig(Path(os.path.abspath(kubeconfig)), "kubeconfig", parents_up_to=Path("/"))
     st = os.stat(kubeconfig)
     key = (str(kubeconfig), st.st_size, st.st_mtime_ns, timeout)
     api = _apis.get(key)

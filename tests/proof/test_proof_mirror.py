@@ -105,6 +105,20 @@ def test_an_unreachable_apiserver_is_an_error_entry_not_an_exception(tmp_path: P
     assert "error" in mirror_pod_hash(tmp_path / "missing", POD, NS)
 
 
+def test_a_kubeconfig_another_user_could_swap_is_not_used(tmp_path: Path, apiserver: Any) -> None:
+    """The client runs a kubeconfig's exec plugin as the caller: a kubeconfig in a directory
+    another user may write is refused, and the wait goes on without the mirror pod."""
+    apiserver.serve(POD, "hash-new")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    kc = shared / "kubelet.conf"
+    kc.write_bytes(apiserver.path.read_bytes())
+    shared.chmod(0o777)
+    info = mirror_pod_hash(kc, POD, NS)
+    assert "another user could have written it" in info.get("error", ""), info
+    assert apiserver.requests == []
+
+
 def test_a_wait_reports_the_mirror_pod_without_depending_on_it(
     fake_runtime: FakeRuntime, tmp_path: Path, apiserver: Any
 ) -> None:
