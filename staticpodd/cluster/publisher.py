@@ -113,11 +113,13 @@ class Publisher:
             if box.get("node") != self.node_name:
                 box.set("node", self.node_name)
             self._flush(box, result, resync, deadline)
-            box.set("attempted_through", str(through))  # a verb waiting on rows up to here has its answer
             result["waiting"] = box.waiting()
             box.set("error", result["error"])
             if result["error"] is None:
                 box.set("published_at", iso(time.time()))
+            # last: a verb that sees its rows attempted reads this flush's error, not the one before
+            # (CI saw "queued" with no reason when this came first)
+            box.set("attempted_through", str(through))
         finally:
             os.close(lock)
 

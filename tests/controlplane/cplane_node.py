@@ -67,10 +67,18 @@ class Node:
 
     def reset(self) -> None:
         """The scheduler live and Ready, no test pods left in ``default``."""
+        # Every park a test left (one that failed half-way may leave kube-apiserver parked, and
+        # then every later test would wait for a scheduler whose API server is gone): etcd and
+        # kube-apiserver first, a broken park ended by keeping the live copy.
         status = self.ctl_json("status")
-        comps = {c["component"]: c for c in status.get("components", [])}
-        if (comps.get("kube-scheduler") or {}).get("state") == "parked":
-            self.ctl("unpark", "kube-scheduler", "--reason", "test reset", check=True)
+        parked = [c for c in status.get("components", []) if c.get("parked")]
+        first = {"etcd": 0, "kube-apiserver": 1}
+        for c in sorted(parked, key=lambda c: (first.get(c["component"], 2), c["component"])):
+            how = ["--discard"] if c.get("park_broken") else []
+            self.ctl("unpark", c["component"], *how, "--reason", "test reset", check=True)
+        if any(c["component"] in first for c in parked):
+            self.wait(lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120,
+                      "the API server to answer again")
         self.kubectl("delete", "pods", "--all", "-n", "default", "--grace-period=0", "--force", "--wait=true",
                      check=False)
         self.wait(lambda: mirror_ready(self.lab, "kube-scheduler"), 90, "kube-scheduler Ready again")

@@ -177,6 +177,38 @@ def test_the_events_dropped_event_is_made_once_across_a_crash_and_again_for_late
     assert api.events[0]["message"].startswith("3 ") and api.events[11]["message"].startswith("2 ")
 
 
+def test_a_verb_that_sees_its_rows_attempted_reads_that_flushs_error_not_the_one_before(kubeadm, api,
+                                                                                      monkeypatch) -> None:
+    # A verb beside the daemon waits until ``attempted_through`` covers its rows, then reads
+    # ``error``: the flush must write its error first (CI once saw "queued" with no reason).
+    from staticpodd.cluster.hook import make_publisher
+    from staticpodd.config import Config
+    from staticpodd.layout import Layout
+
+    _publish(kubeadm, api)
+    state = kubeadm.root / "var/lib/staticpodd"
+    pub = make_publisher(Layout.build(kubeadm.root), Config.from_dict({"cluster": {"publish": True}}))
+    entry = {"reason": "ComponentParked", "type": "Warning", "message": "m", "at": "2026-12-04T06:00:00Z"}
+    with Outbox(state) as box:
+        box.put(entry)
+    assert pub.flush()["error"] is None  # the error before: none
+    with Outbox(state) as box:
+        mine = box.put(entry)
+    api.down = True
+    seen: list[str | None] = []
+    real_set = Outbox.set
+
+    def watching(self: Outbox, key: str, value: str | None) -> None:
+        real_set(self, key, value)
+        if key == "attempted_through" and int(value or 0) >= mine:
+            with Outbox(state) as reader:  # what the waiting verb reads at this moment
+                seen.append(reader.get("error"))
+
+    monkeypatch.setattr(Outbox, "set", watching)
+    assert pub.flush()["error"] is not None
+    assert seen and seen[0] is not None, seen
+
+
 def test_a_long_queue_is_read_a_batch_at_a_time_and_goes_out_whole_in_order(kubeadm, api, monkeypatch) -> None:
     from staticpodd.cluster.hook import make_publisher
     from staticpodd.config import Config
