@@ -81,4 +81,6 @@ class Node:
                       "the API server to answer again")
         self.kubectl("delete", "pods", "--all", "-n", "default", "--grace-period=0", "--force", "--wait=true",
                      check=False)
-        self.wait(lambda: mirror_ready(self.lab, "kube-scheduler"), 90, "kube-scheduler Ready again")
+        # 330 s: a scheduler that exited (its lease lost while the API server was away) is started
+        # again under the kubelet's crash back-off, at most 5 min
+        self.wait(lambda: mirror_ready(self.lab, "kube-scheduler"), 330, "kube-scheduler Ready again")
