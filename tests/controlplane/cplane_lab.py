@@ -243,7 +243,11 @@ def kubeadm_config(cgroup_root: str) -> str:
     admin ClusterRoleBinding (cmd/kubeadm/app/cmd/init.go ``Client``), polling the API server for
     that timeout (default 1 min) *before* it waits for the control plane; on a loaded 2-core
     machine the API server is not up within a minute of the kubelet's start and init fails with
-    "unable to create ClusterRoleBinding: client rate limiter Wait returned an error"."""
+    "unable to create ClusterRoleBinding: client rate limiter Wait returned an error".
+
+    ``timeouts.controlPlaneComponentHealthCheck: 6m0s`` also sets each static pod's startupProbe
+    ``failureThreshold`` (36); ``kubeadm upgrade`` does not see it (InitConfiguration is not kept
+    in the cluster) and writes 24, so the session's first upgrade rewrites all four manifests."""
     return f"""apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint:

@@ -24,8 +24,11 @@ def _upgrade(cp: Node, *extra: str, timeout: float = 420):
 
 
 #: Set once an upgrade ran in this session: kubeadm's first upgrade of a fresh control plane
-#: rewrites etcd, the apiserver and the controller-manager too (and restarts them); later ones
-#: change only what the patches change.
+#: rewrites every manifest (and restarts each component, about 3 min here); later ones change only
+#: what the patches change. Why: kubeadm derives each startupProbe's failureThreshold from
+#: ``timeouts.controlPlaneComponentHealthCheck``; init read the lab's 6m0s (36 tries of 10 s), but
+#: that setting lives in InitConfiguration, which is not kept in the cluster, so upgrade uses the
+#: default 4m0s (24): ``staticpodctl diff kube-apiserver 1 2`` shows exactly that line.
 _upgraded: list[bool] = []
 
 
