@@ -33,7 +33,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from doc_blocks import TIERS, Block, blocks_of, pages
+from doc_blocks import RUNNERS, TIERS, Block, blocks_of, pages
 from spd_testlib import KUBEADM, REPO, corpus_dir
 
 NODE_PATHS = ("/etc/kubernetes", "/etc/staticpodd", "/var/lib/staticpodd", "/var/lib/kubelet",
@@ -59,6 +59,11 @@ def test_a_block_is_pasteable_and_a_node_block_names_its_tier(block: Block) -> N
     if block.marker == "node":
         assert block.tier in TIERS, (f"{block.where}: a block marked 'node' must name the tier that runs it "
                                      f"(tier: one of {', '.join(TIERS)})")
+        runner = REPO / RUNNERS[block.tier]
+        text = runner.read_text() if runner.is_file() else ""
+        assert f'TIER = "{block.tier}"' in text and "blocks_for(TIER)" in text, (
+            f"{block.where}: no test runs the blocks of tier {block.tier!r}: {RUNNERS[block.tier]} must set "
+            f'TIER = "{block.tier}" and run every block of blocks_for(TIER)')
 
 
 def _sandbox(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
