@@ -18,8 +18,9 @@ How a block is taken to the sandbox, and nothing else:
 A block that needs a real node (sudo, systemctl, kubectl, a kubelet, a package) is marked by an
 HTML comment on the line before it: ``<!-- doc-test: node (tier: NAME ...) -->``. The marker must
 name the tier that has such a node (``node``: tests/node's booted nspawn node; ``kubelet``:
-tests/e2e's real kubelet; ``controlplane``: a real kubeadm control plane; ``dev``: a development
-checkout with the test tools). Every block, marked or not, must be pasteable: no ``[--opt N]``
+tests/e2e's real kubelet; ``controlplane``: a real kubeadm control plane; ``cm``: ansible-core;
+``dev``: a development checkout with the test tools), and that tier's runner
+(``doc_blocks.RUNNERS``) must exist and run it. Every block, marked or not, must be pasteable: no ``[--opt N]``
 optional-argument brackets, which a shell would pass on as literal words.
 """
 
