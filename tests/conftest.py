@@ -45,6 +45,8 @@ TIER_OF_DIR = {
 TIER_OF_FILE = {
     # builds tests/validate/y2j with Go (the sigs.k8s.io/yaml differential)
     "validate/test_differential_go.py": "go",
+    # the dev blocks of the docs: .ci/demo, the benchmarks (daemons), pip building the project
+    "docs/test_dev_doc_blocks.py": "daemon",
 }
 TESTS = Path(__file__).resolve().parent
 

@@ -2,8 +2,9 @@
 
 A fenced ``sh``/``bash``/``console`` block runs on a sandbox node (tests/docs/test_doc_commands.py)
 unless the HTML comment on the line before it says ``<!-- doc-test: node (tier: NAME ...) -->``:
-then the tier NAME runs it on its real node (``controlplane``: tests/controlplane/test_cp_doc_blocks.py;
-``kubelet``: tests/e2e/test_e2e_doc_blocks.py; ``node`` and ``dev``: see their markers).
+then the tier NAME runs it where it has what it needs: :data:`RUNNERS` names the test module of each
+tier, which collects ``blocks_for(TIER)`` and runs every block (tests/docs fails a block whose tier
+has no runner).
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from pathlib import Path
 from spd_testlib import REPO
 
 SHELLS = ("sh", "bash", "console")
-TIERS = ("node", "kubelet", "controlplane", "dev")
+#: The test module that runs the blocks of each tier: it sets ``TIER = "<name>"`` and runs every
+#: block of ``blocks_for(TIER)``.
+RUNNERS = {
+    "controlplane": "tests/controlplane/test_cp_doc_blocks.py",  # a real kubeadm control plane
+    "kubelet": "tests/e2e/test_e2e_doc_blocks.py",  # a real kubelet and containerd
+    "node": "tests/node/test_node_doc_blocks.py",  # a booted systemd node, the .deb built on the host
+    "cm": "tests/cm/test_cm_doc_blocks.py",  # ansible-core
+    "dev": "tests/docs/test_dev_doc_blocks.py",  # a development checkout: .ci/demo, the benchmarks, pip
+}
+TIERS = tuple(RUNNERS)
 MARKER = re.compile(r"^<!-- doc-test: (?P<kind>node|sandbox)\b(?P<rest>.*)-->\s*$")
 
 

@@ -11,13 +11,16 @@ How a block is taken to the sandbox, and nothing else:
   (``/tmp/staticpodd-demo``) are put under the sandbox root;
 - the working directory holds ``.venv`` (a link to this checkout's) and copies of the four
   manifests plus ``new.yaml`` (kube-apiserver with one flag changed), for verbs that take a file;
-- ``EDITOR``/``VISUAL`` are ``true`` (an edit that changes nothing).
+- ``EDITOR``/``VISUAL`` are ``true`` (an edit that changes nothing);
+- a block whose section starts from a state the page's earlier blocks did not make (:data:`AROUND`)
+  gets that state made first, and what the prose after it says to run is run after it.
 
 A block that needs a real node (sudo, systemctl, kubectl, a kubelet, a package) is marked by an
 HTML comment on the line before it: ``<!-- doc-test: node (tier: NAME ...) -->``. The marker must
 name the tier that has such a node (``node``: tests/node's booted nspawn node; ``kubelet``:
-tests/e2e's real kubelet; ``controlplane``: a real kubeadm control plane; ``dev``: a development
-checkout with the test tools). Every block, marked or not, must be pasteable: no ``[--opt N]``
+tests/e2e's real kubelet; ``controlplane``: a real kubeadm control plane; ``cm``: ansible-core;
+``dev``: a development checkout with the test tools), and that tier's runner
+(``doc_blocks.RUNNERS``) must exist and run it. Every block, marked or not, must be pasteable: no ``[--opt N]``
 optional-argument brackets, which a shell would pass on as literal words.
 """
 
@@ -31,7 +34,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from doc_blocks import TIERS, Block, blocks_of, pages
+from doc_blocks import RUNNERS, TIERS, Block, blocks_of, pages
 from spd_testlib import KUBEADM, REPO, corpus_dir
 
 NODE_PATHS = ("/etc/kubernetes", "/etc/staticpodd", "/var/lib/staticpodd", "/var/lib/kubelet",
@@ -57,6 +60,11 @@ def test_a_block_is_pasteable_and_a_node_block_names_its_tier(block: Block) -> N
     if block.marker == "node":
         assert block.tier in TIERS, (f"{block.where}: a block marked 'node' must name the tier that runs it "
                                      f"(tier: one of {', '.join(TIERS)})")
+        runner = REPO / RUNNERS[block.tier]
+        text = runner.read_text() if runner.is_file() else ""
+        assert f'TIER = "{block.tier}"' in text and "blocks_for(TIER)" in text, (
+            f"{block.where}: no test runs the blocks of tier {block.tier!r}: {RUNNERS[block.tier]} must set "
+            f'TIER = "{block.tier}" and run every block of blocks_for(TIER)')
 
 
 def _sandbox(tmp: Path) -> tuple[Path, Path, dict[str, str]]:
@@ -96,6 +104,30 @@ def _in_sandbox(text: str, root: Path) -> str:
     return text
 
 
+#: (page, a regular expression matching a line of the block, commands run before it, commands run
+#: after it): the state the block's section starts from, and the step its prose says comes next.
+AROUND: list[tuple[str, str, str, str]] = [
+    # "When the tool itself is broken": a parked scheduler put back by hand, then "run
+    # `staticpodctl unpark kube-scheduler` when you can: it sees the identical bytes"
+    ("docs/tasks/recover.md", r"mv \.staticpodd/parked/kube-scheduler\.yaml \.$",
+     "staticpodctl park kube-scheduler --reason 'recover.md: the state this section starts from'",
+     "staticpodctl unpark kube-scheduler\nstaticpodctl doctor"),
+]
+
+
+def _around(block: Block) -> tuple[str, str]:
+    rel = block.page.relative_to(REPO).as_posix()
+    hits = [(before, after) for page, rx, before, after in AROUND
+            if page == rel and any(re.search(rx, line) for line in block.commands().splitlines())]
+    return (hits[0] if hits else ("", ""))
+
+
+def test_every_state_made_around_a_block_still_matches_a_block() -> None:
+    """A stale :data:`AROUND` entry (the page changed) fails here, not silently."""
+    for page, rx, _, _ in AROUND:
+        assert any(_around(b)[0] for b in blocks_of(REPO / page)), (page, rx)
+
+
 PAGES_WITH_RUNNABLE = sorted({b.page for b in ALL if b.marker != "node"})
 
 
@@ -105,7 +137,9 @@ def test_every_command_block_of_a_page_runs_on_a_sandbox_node(page: Path, tmp_pa
     for block in blocks_of(page):
         if block.marker == "node":
             continue
-        script = "set -euo pipefail\n" + _in_sandbox(block.commands(), root)
+        before, after = _around(block)
+        # the block runs in a subshell: its `cd` does not move what the prose runs after it
+        script = (f"set -euo pipefail\n{before}\n(\n" + _in_sandbox(block.commands(), root) + f"\n)\n{after}\n")
         # its own session: a daemon the block started and left (it failed before its `kill`) is
         # ended with the block, by its process group
         proc = subprocess.Popen(["bash", "-c", script], cwd=work, env=env, stdout=subprocess.PIPE,

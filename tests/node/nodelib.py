@@ -40,13 +40,16 @@ def build_root(timeout: float = 1800) -> Path:
 class BootedNode:
     """One booted container. ``with BootedNode(root, work) as node: node.sh("systemctl ...")``.
 
-    ``binds``: host paths bound read-only at the same path inside (the .deb files, kubeadm).
+    ``binds``: host paths bound read-only at the same path inside (the .deb files, kubeadm);
+    ``rw_binds``: the same, writable (a clone the docs' commands build and install from).
     """
 
-    def __init__(self, lower: Path, work: Path, *, binds: tuple[Path, ...] = ()) -> None:
+    def __init__(self, lower: Path, work: Path, *, binds: tuple[Path, ...] = (),
+                 rw_binds: tuple[Path, ...] = ()) -> None:
         self.lower = lower
         self.work = work
         self.binds = binds
+        self.rw_binds = rw_binds
         self.name = f"spdnode{uuid.uuid4().hex[:8]}"
         self.merged = work / "merged"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -74,6 +77,8 @@ class BootedNode:
                "-M", self.name, "--boot", "--console=passive", "--private-network"]
         for b in self.binds:
             cmd.append(f"--bind-ro={b}")
+        for b in self.rw_binds:
+            cmd.append(f"--bind={b}")
         with open(self.console, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env={"PATH": HOST_PATH, "LANG": "C.UTF-8"}, start_new_session=True)
