@@ -34,7 +34,8 @@ def short_tmp() -> Iterator[Path]:
 
 
 def _root(tmp: Path, api: FakeApiServer) -> Path:
-    root = make_root(tmp, config="cluster:\n  publish: true\n")
+    # a budget a loaded machine does not run out of (the default 2 s is per API call)
+    root = make_root(tmp, config="cluster:\n  publish: true\n  timeout: 30\n")
     api.kubeconfig(root / "etc/kubernetes/kubelet.conf")
     return root
 
@@ -153,5 +154,6 @@ def test_a_row_queued_by_a_verb_killed_before_it_woke_the_daemon_goes_out_within
     # what `staticpodctl park` leaves when SIGKILLed between queuing its row and poking the daemon
     with Outbox(root / "var/lib/staticpodd") as box:
         box.put({"reason": "ComponentParked", "type": "Warning", "message": "orphan", "at": "2026-12-04T06:00:00Z"})
-    wait_until(lambda: [e["message"] for e in api.events] == ["orphan"], 12,
+    # LOOK (5 s) and a flush; 30 s leaves a loaded machine room and is still far from RESYNC (300 s)
+    wait_until(lambda: [e["message"] for e in api.events] == ["orphan"], 30,
                what="the row without a wake-up (the next resync is minutes away)")
