@@ -24,18 +24,18 @@ class WatchMixin(DaemonBase):
             what = "missing"  # missing at start: say so once, then poll for it
         ident = self.watcher.identity
         if what == "started":
-            self.runtime_problems.pop("watch", None)
+            self.problems.clear("watch")
             if initial:
                 self._check_writable(initial=True)
                 return False
             what = "created"  # it was missing at start and has appeared
         if what == "missing":
-            self.runtime_problems["watch"] = {
+            self.problems.set("watch", {
                 "code": "manifest-dir-missing",
                 "severity": "error",
                 "path": str(self.layout.manifest_dir),
                 "message": "the manifest directory is missing: the kubelet removes every static pod",
-            }
+            })
             self.log(
                 Event.DIRECTORY_PROBLEM,
                 f"manifest directory {self.layout.manifest_dir} is missing; the kubelet removes every "
@@ -45,12 +45,12 @@ class WatchMixin(DaemonBase):
             )
             return True
         if what == "failed":
-            self.runtime_problems["watch"] = {
+            self.problems.set("watch", {
                 "code": "watch-failed",
                 "severity": "error",
                 "path": str(self.layout.manifest_dir),
                 "message": self.watcher.error or "cannot watch the manifest directory",
-            }
+            })
             self.log(
                 Event.DIRECTORY_PROBLEM,
                 self.watcher.error or "cannot watch the manifest directory",
@@ -58,7 +58,7 @@ class WatchMixin(DaemonBase):
                 finding="watch-failed",
             )
             return True
-        self.runtime_problems.pop("watch", None)
+        self.problems.clear("watch")
         if not initial:
             self.log(
                 Event.DIRECTORY_REWATCHED,
@@ -87,7 +87,7 @@ class WatchMixin(DaemonBase):
         from ..node.sandbox import EXIT_SANDBOX, read_only_mount, under_service_manager
 
         if not read_only_mount(self.layout.manifest_dir):
-            self.runtime_problems.pop("read-only", None)
+            self.problems.clear("read-only")
             return
         if not initial and under_service_manager():
             self.log(
@@ -104,7 +104,7 @@ class WatchMixin(DaemonBase):
                       f"{EXIT_SANDBOX} for a restart")
             self.exit_status = EXIT_SANDBOX
             return
-        if "read-only" not in self.runtime_problems:
+        if "read-only" not in self.problems:
             self.log(
                 Event.DIRECTORY_PROBLEM,
                 f"manifest directory {self.layout.manifest_dir} is read-only for staticpodd: no restore, "
@@ -113,10 +113,10 @@ class WatchMixin(DaemonBase):
                 priority=ERR,
                 finding="manifest-dir-read-only",
             )
-        self.runtime_problems["read-only"] = {
+        self.problems.set("read-only", {
             "code": "manifest-dir-read-only",
             "severity": "error",
             "path": str(self.layout.manifest_dir),
             "message": "the manifest directory is read-only for staticpodd: restores, quarantines and "
             "deadline unparks fail",
-        }
+        })
