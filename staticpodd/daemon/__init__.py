@@ -39,7 +39,7 @@ The package's modules (each imports only its siblings below it; this file offers
   under a key of all they depend on (a restart on an unchanged directory validates nothing).
 - ``retries``: :class:`RetryQueue` (names and passes to look at again, and when) and
   :class:`Backoff` (actions the engine refused, tried again after a growing delay).
-- ``watching``: the inotify watch's state changes and the directory's writability.
+- ``watching``: :class:`WatchKeeper`: the inotify watch's state changes and the directory's writability.
 - ``status``: :class:`StatusReporter`: STATUS= line, summary, metrics textfile, heartbeat payload.
 - ``problems``: :class:`Problems`: what is wrong now (runtime, invalid live files, broken parks,
   names taken, directory findings); every part reports to it, the reporter reads it.

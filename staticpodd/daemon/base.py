@@ -2,11 +2,11 @@
 
 :class:`DaemonBase` declares every attribute of :class:`staticpodd.daemon.Daemon` (so that each
 mixin in its own module is type-checked against the same state), builds the parts that keep
-state of their own (the problem board, the status reporter, writer holds, the findings cache,
-the retry queue and back-off: each an object behind its own methods, given its collaborators;
-the reloader is built by ``Daemon``), and holds the few methods all of them call: logging to
-the journal and to stderr, loading the configuration, and building the engine from it. The loop's
-timing constants shared by several parts live here too.
+state of their own (the problem board, the status reporter, the watch keeper, writer holds, the
+findings cache, the retry queue and back-off: each an object behind its own methods, given its
+collaborators; the reloader is built by ``Daemon``), and holds the few methods all of them call:
+logging to the journal and to stderr, loading the configuration, and building the engine from
+it. The loop's timing constants shared by several parts live here too.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from .publishing import ClusterPublishing
 from .reload import Reloader
 from .retries import Backoff, RetryQueue
 from .status import StatusReporter
+from .watching import WatchKeeper
 from .writers import WriterHolds
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
@@ -114,10 +115,18 @@ class DaemonBase:
         # set when the daemon must exit with this status (EXIT_SANDBOX: the manifest directory
         # appeared read-only in our sandbox; systemd restarts us into one that binds it)
         self.exit_status: int | None = None
+        # the inotify watch's state changes and the directory's writability (daemon.watching)
+        self.watch = WatchKeeper(watcher=lambda: self.watcher, layout=lambda: self.layout, problems=self.problems,
+                                 log=lambda *a, **kw: self.log(*a, **kw), say=lambda text: self._say(text),
+                                 exit=self._exit_after_pass)
         # set after work that leaves freed memory behind (a validation of the directory, a full
         # pass, the start-up); the loop gives it back once the journal has sent what it queued
         self._trim_due = False
         self._trim_after = 0.0  # monotonic time before which the loop does not trim (TRIM_QUIET)
+
+    def _exit_after_pass(self, status: int) -> None:
+        """Have the loop return after this pass, and the daemon exit with ``status``."""
+        self.exit_status = status
 
     def _heartbeat_facts(self) -> dict[str, Any]:
         """The heartbeat's entries the daemon keeps (:meth:`StatusReporter.heartbeat_data` adds its own)."""

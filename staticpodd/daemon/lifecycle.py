@@ -34,17 +34,17 @@ class Daemon(LoopMixin):
     Composed of one mixin per part of the loop (all over the state declared in
     :class:`~staticpodd.daemon.base.DaemonBase`): the loop and reconcile
     (:mod:`~staticpodd.daemon.loop`), policy planning (:mod:`~staticpodd.daemon.policies`) and
-    execution (:mod:`~staticpodd.daemon.execute`) and the watch
-    (:mod:`~staticpodd.daemon.watching`); the lifecycle is here. The parts with state of their
-    own are objects it holds, each behind its own methods and built with its collaborators:
-    ``problems`` (:class:`~staticpodd.daemon.problems.Problems`), ``reporter``
+    execution (:mod:`~staticpodd.daemon.execute`); the lifecycle is here. The parts with state
+    of their own are objects it holds, each behind its own methods and built with its
+    collaborators: ``problems`` (:class:`~staticpodd.daemon.problems.Problems`), ``reporter``
     (:class:`~staticpodd.daemon.status.StatusReporter`: STATUS=, heartbeat, metrics),
     ``reloader`` (:class:`~staticpodd.daemon.reload.Reloader`: SIGHUP; built here, since what it
     loads is installed by :meth:`_install_config`, which moves the watch), ``writer_holds``
     (:class:`~staticpodd.daemon.writers.WriterHolds`), ``findings_cache``
     (:class:`~staticpodd.daemon.findings.FindingsCache`), ``retries`` and ``backoff``
     (:class:`~staticpodd.daemon.retries.RetryQueue`, :class:`~staticpodd.daemon.retries.Backoff`),
-    ``publishing`` (:class:`~staticpodd.daemon.publishing.ClusterPublishing`).
+    ``publishing`` (:class:`~staticpodd.daemon.publishing.ClusterPublishing`), ``watch``
+    (:class:`~staticpodd.daemon.watching.WatchKeeper`: the watch's state changes).
     """
 
     def __init__(self, args: argparse.Namespace, *, notifier: Notifier | None = None) -> None:
@@ -97,7 +97,7 @@ class Daemon(LoopMixin):
         self.engine = self._build_engine()
         self.publishing.configure(layout, cfg)
         if layout.manifest_dir != old_dir:
-            self._check_watch(initial=True)
+            self.watch.check(initial=True)
 
     def _install_signals(self) -> None:
         def on_stop(signum: int, _frame: Any) -> None:
@@ -223,7 +223,7 @@ class Daemon(LoopMixin):
             self.publishing.configure(self.layout, self.config)
             self.watcher = Watcher(self.layout.manifest_dir, self.hints)
             self.reporter.heartbeat()
-            self._check_watch(initial=True)
+            self.watch.check(initial=True)
             if not self._first_reconcile():
                 self._shutdown()
                 return EXIT_OK  # stopped while waiting for the lock

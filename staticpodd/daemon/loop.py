@@ -26,10 +26,9 @@ from .heartbeat import HEARTBEAT_INTERVAL
 from .memory import release_memory
 from .onclose import CloseMixin
 from .policies import PlanMixin
-from .watching import WatchMixin
 
 
-class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, WatchMixin):
+class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin):
     """The event loop, reconcile scheduling and retries."""
 
     def _loop(self) -> None:
@@ -50,7 +49,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, WatchMixin):
                 self.reloader.reload()
                 next_rescan = now  # policies or directory may have changed
             fsops.failpoint("daemon:loop")
-            rewatched = self._check_watch()
+            rewatched = self.watch.check()
             if self.exit_status is not None:
                 return
             periodic = now >= next_rescan and not rewatched and not self.retries.full

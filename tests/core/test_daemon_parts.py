@@ -1,10 +1,11 @@
-"""Two of the daemon's parts built and exercised alone, without a daemon: the status reporter
+"""Daemon parts built and exercised alone, without a daemon: the status reporter
 (:class:`staticpodd.daemon.status.StatusReporter`, over the :class:`~staticpodd.daemon.problems.Problems`
-board) and the SIGHUP reloader (:class:`staticpodd.daemon.reload.Reloader`).
+board), the SIGHUP reloader (:class:`staticpodd.daemon.reload.Reloader`) and the watch keeper
+(:class:`staticpodd.daemon.watching.WatchKeeper`).
 
 Real: the sd_notify datagrams (a real AF_UNIX socket in the test's directory, read back), the
-heartbeat file (written and read back by :func:`read_heartbeat`), the layout and the
-configuration. Stand-ins, said here: the engine (not needed by what is exercised), the
+heartbeat file (written and read back by :func:`read_heartbeat`), the inotify watch, the layout
+and the configuration. Stand-ins, said here: the engine (not needed by what is exercised), the
 journal (a list the ``log`` function appends to: the entries' fields are what is checked),
 and the daemon's own facts and install step (a dict, a list of calls).
 """
@@ -23,10 +24,12 @@ from staticpodd.daemon.heartbeat import HEARTBEAT_FORMAT, read_heartbeat
 from staticpodd.daemon.problems import Problems
 from staticpodd.daemon.reload import Reloader
 from staticpodd.daemon.status import StatusReporter
+from staticpodd.daemon.watching import WatchKeeper
 from staticpodd.errors import ConfigError
 from staticpodd.journal import Event
 from staticpodd.layout import Layout
 from staticpodd.node.notify import Notifier
+from staticpodd.node.watch import Hints, Watcher
 
 
 class Datagrams:
@@ -165,3 +168,30 @@ def test_the_reloader_alone_refuses_then_installs(tmp_path: Path, dgrams: Datagr
     assert logged[-1][0] == Event.CONFIG_RELOADED and logged[-1][2]["generation"] == 2
     hb = read_heartbeat(Layout.build(tmp_path / "root"))
     assert hb is not None and hb["status"] == "0 live, 0 parked; no problems"
+
+
+def test_the_watch_keeper_alone_reports_a_missing_directory_then_its_return(tmp_path: Path) -> None:
+    layout = Layout.build(tmp_path / "root")
+    hints = Hints(0.1)
+    watcher = Watcher(layout.manifest_dir, hints)
+    problems = Problems()
+    logged: list[tuple[Any, str, dict[str, Any]]] = []
+    exits: list[int] = []
+
+    def log(event: Any, message: str, **fields: Any) -> None:
+        logged.append((event, message, fields))
+
+    keeper = WatchKeeper(watcher=lambda: watcher, layout=lambda: layout, problems=problems, log=log,
+                         say=lambda _text: None, exit=exits.append)
+    try:
+        assert keeper.check(initial=True) is True  # missing at start: said once, then polled
+        assert (problems.get("watch") or {}).get("code") == "manifest-dir-missing"
+        assert keeper.check() is False  # still missing: nothing new
+        layout.manifest_dir.mkdir(parents=True)
+        assert keeper.check() is True  # it appeared: watched, and a full rescan follows
+        assert "watch" not in problems and "read-only" not in problems and exits == []
+        assert [(e, f.get("finding") or f.get("change")) for e, _m, f in logged] == [
+            (Event.DIRECTORY_PROBLEM, "manifest-dir-missing"), (Event.DIRECTORY_REWATCHED, "created")]
+    finally:
+        watcher.stop()
+        hints.close()
