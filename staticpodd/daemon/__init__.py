@@ -26,9 +26,11 @@ The package's modules (each imports only its siblings below it; this file offers
 
 - ``command``: the ``staticpodd`` parser and ``main`` (the console script; ``python -m staticpodd.daemon``).
 - ``control``: ``staticpodd --reload`` from outside (find the daemon, SIGHUP, wait).
-- ``lifecycle``: :class:`Daemon`: pid lock, start-up to READY=1, signals, stop.
+- ``lifecycle``: :class:`Daemon`: pid lock, start-up to READY=1, signals, stop; installs a
+  reloaded configuration.
 - ``loop``: the main loop, one reconcile pass, retries, retention pruning.
-- ``reload``: SIGHUP: re-read the configuration, rebuild engine and watch.
+- ``reload``: :class:`Reloader`: SIGHUP counted, the configuration re-read; the daemon installs it
+  (engine, watch).
 - ``policies``: planning ``on_invalid`` over the current findings; true strays versus broken manifests.
 - ``execute``: carrying a plan out (restore, quarantine, unpark), holds and failures.
 - ``writers``: :class:`WriterHolds`: stat snapshots and open writers that hold a restore or
@@ -37,10 +39,12 @@ The package's modules (each imports only its siblings below it; this file offers
   under a key of all they depend on (a restart on an unchanged directory validates nothing).
 - ``retries``: :class:`RetryQueue` (names and passes to look at again, and when) and
   :class:`Backoff` (actions the engine refused, tried again after a growing delay).
-- ``watching``: the inotify watch's state changes and the directory's writability.
-- ``status``: problems, STATUS= line, summary, metrics textfile, heartbeat payload.
+- ``watching``: :class:`WatchKeeper`: the inotify watch's state changes and the directory's writability.
+- ``status``: :class:`StatusReporter`: STATUS= line, summary, metrics textfile, heartbeat payload.
+- ``problems``: :class:`Problems`: what is wrong now (runtime, invalid live files, broken parks,
+  names taken, directory findings); every part reports to it, the reporter reads it.
 - ``base``: the daemon's state (and the parts above it holds), logging, configuration loading,
-  engine building; shared constants.
+  engine building, the heartbeat's daemon-kept facts; shared constants.
 - ``heartbeat``, ``options``, ``bgjournal``, ``memory``: the heartbeat file, the validator's options,
   the non-blocking journal writer, giving freed heap back after a full pass.
 """

@@ -2,10 +2,11 @@
 
 :class:`DaemonBase` declares every attribute of :class:`staticpodd.daemon.Daemon` (so that each
 mixin in its own module is type-checked against the same state), builds the parts that keep
-state of their own (writer holds, the findings cache, the retry queue and back-off: each an
-object behind its own methods), and holds the few methods all of them call: logging to the
-journal and to stderr, loading the configuration, and building the engine from it. The loop's
-timing constants shared by several parts live here too.
+state of their own (the problem board, the status reporter, the watch keeper, writer holds, the
+findings cache, the retry queue and back-off: each an object behind its own methods, given its
+collaborators; the reloader is built by ``Daemon``), and holds the few methods all of them call:
+logging to the journal and to stderr, loading the configuration, and building the engine from
+it. The loop's timing constants shared by several parts live here too.
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ from ..node.notify import Notifier
 from ..node.watch import Hints, Watcher
 from .bgjournal import BackgroundJournal
 from .findings import FindingsCache
-from .heartbeat import HeartbeatEncoder
 from .options import validate_options
+from .problems import Problems
 from .publishing import ClusterPublishing
+from .reload import Reloader
 from .retries import Backoff, RetryQueue
+from .status import StatusReporter
+from .watching import WatchKeeper
 from .writers import WriterHolds
 
 #: Retry delay after a lock timeout or an unexpected error in one reconcile, seconds.
@@ -54,6 +58,10 @@ PID_FILE = "staticpodd.pid"
 class DaemonBase:
     """The daemon's state (see :class:`staticpodd.daemon.Daemon`) and its shared helpers."""
 
+    #: the SIGHUP reload (:mod:`staticpodd.daemon.reload`): built by ``Daemon``, which installs
+    #: what it loads (the watch is the daemon's)
+    reloader: Reloader
+
     def __init__(self, args: argparse.Namespace, *, notifier: Notifier | None = None) -> None:
         self.args = args
         self.root = Path(os.path.abspath(args.root))
@@ -72,35 +80,29 @@ class DaemonBase:
         self.watcher: Watcher | None = None
         # signal flags (set by handlers, consumed by the main loop)
         self._stop_signal: int | None = None
-        self._hup_requests = 0
-        self._hup_handled = 0
-        self.reload_state: dict[str, Any] = {"seq": 0, "status": None, "error": None, "at": None}
         # observed state
         self.state = "starting"
         self.ready = False
         self.started_at = time.time()
         self.last_rescan: float | None = None
-        self.summary: dict[str, Any] = {"live": 0, "parked": 0, "missing": 0}
         self.parks: list[dict[str, Any]] = []
         self.next_park_deadline: float | None = None  # epoch seconds
         self.finding_keys: set[tuple[str, str, str]] = set()
-        # the directory findings that are problems (errors, warnings), as findings: the heartbeat
-        # makes its dicts only when it encodes them again (status.ProblemList)
-        self.dir_problems: list[Any] = []
-        self.invalid_live: dict[str, dict[str, Any]] = {}  # file_name -> problem
-        self.broken_parks: dict[str, dict[str, Any]] = {}
-        self.names_taken: dict[str, dict[str, Any]] = {}  # live file named like another's component -> problem
-        self.runtime_problems: dict[str, dict[str, Any]] = {}  # e.g. lock timeout, watch error
+        # what is wrong now (staticpodd.daemon.problems): every part reports to it and clears from it
+        self.problems = Problems()
+        # the STATUS= line, the summary, the metrics textfile and the heartbeat (daemon.status)
+        self.reporter = StatusReporter(
+            problems=self.problems, notifier=self.notifier, root=self.root, started_at=self.started_at,
+            layout=lambda: self.layout, config=lambda: self.config, engine=lambda: self.engine,
+            facts=self._heartbeat_facts, log=lambda *a, **kw: self.log(*a, **kw), say=lambda text: self._say(text))
         self.failed_unparks: dict[tuple[str, float], str] = {}
         # names (or a full pass) to look at again, and when (staticpodd.daemon.retries)
         self.retries = RetryQueue()
-        self._last_status: str | None = None
         self.last_findings: list[Any] = []  # everything validate_directory found last time
         # the directory's findings as last validated, also kept in the store, and each live file's
         # own findings by digest: a pass validates the files that changed (daemon.findings)
         self.findings_cache = FindingsCache(store=lambda: self.engine.store,
                                             manifest_dir=lambda: self.layout.manifest_dir)
-        self._metrics_snapshot: Any = None
         self._pid_fd: int | None = None  # the flocked pid file (one daemon per --root)
         # the back-off of an action the engine refused, and the restores that failed on the bytes
         # now live (see ExecuteMixin._action_failed)
@@ -113,12 +115,41 @@ class DaemonBase:
         # set when the daemon must exit with this status (EXIT_SANDBOX: the manifest directory
         # appeared read-only in our sandbox; systemd restarts us into one that binds it)
         self.exit_status: int | None = None
-        self._heartbeat_failed = False  # the last heartbeat write failed (logged once)
-        self._hb_encoder = HeartbeatEncoder()  # re-encodes the problem list only when it changed
+        # the inotify watch's state changes and the directory's writability (daemon.watching)
+        self.watch = WatchKeeper(watcher=lambda: self.watcher, layout=lambda: self.layout, problems=self.problems,
+                                 log=lambda *a, **kw: self.log(*a, **kw), say=lambda text: self._say(text),
+                                 exit=self._exit_after_pass)
         # set after work that leaves freed memory behind (a validation of the directory, a full
         # pass, the start-up); the loop gives it back once the journal has sent what it queued
         self._trim_due = False
         self._trim_after = 0.0  # monotonic time before which the loop does not trim (TRIM_QUIET)
+
+    def _exit_after_pass(self, status: int) -> None:
+        """Have the loop return after this pass, and the daemon exit with ``status``."""
+        self.exit_status = status
+
+    def _heartbeat_facts(self) -> dict[str, Any]:
+        """The heartbeat's entries the daemon keeps (:meth:`StatusReporter.heartbeat_data` adds its own)."""
+        return {
+            "state": self.state,
+            "ready": self.ready,
+            "started_at": self.started_at,
+            "last_rescan": self.last_rescan,
+            "parks": self.parks,
+            "config": {
+                "path": self.config.source,
+                "digest": self.config.digest,
+                "generation": self.config_generation,
+                "loaded_at": self.config_loaded_at,
+            },
+            "reload": self.reloader.state,
+            "cluster": self.publishing.state,
+            "watch": {
+                "watching": bool(self.watcher and self.watcher.watching),
+                "generation": self.watcher.generation if self.watcher else 0,
+                "error": self.watcher.error if self.watcher else None,
+            },
+        }
 
     def _layout_for(self, cfg: Config) -> Layout:
         if self.args.manifest_dir:
@@ -190,9 +221,3 @@ class DaemonBase:
                 same = False
             self._stderr_journal = same and journal_status()[0] and os.environ.get("STATICPODD_NO_JOURNAL") != "1"
         return self._stderr_journal
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)

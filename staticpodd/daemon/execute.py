@@ -17,7 +17,8 @@ from ..errors import StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
 from ..node.watch import WRITE_STALL, Writer
 from ..reconcile import Action, Plan, Report
-from .base import HOLD_RECHECK, RETRY_DELAY, DaemonBase, _get
+from .base import HOLD_RECHECK, RETRY_DELAY, DaemonBase
+from .problems import _get
 
 
 class ExecuteMixin(DaemonBase):
@@ -61,7 +62,7 @@ class ExecuteMixin(DaemonBase):
                 self._action_failed(a, exc)
             else:
                 if a.verb == "unpark":
-                    self.runtime_problems.pop(f"unpark:{a.target}", None)
+                    self.problems.clear(f"unpark:{a.target}")
                     self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k[0] != a.target}
                     self.backoff.forget(f"unpark:{a.target}")
 
@@ -162,7 +163,7 @@ class ExecuteMixin(DaemonBase):
         the file is no longer an invalid-live problem, nor a restore that failed."""
         new = _get(_get(res, "version"), "seq")
         source = (_get(res, "extra") or {}).get("restored_version")
-        self.invalid_live.pop(a.file_name or "", None)
+        self.problems.clear_invalid(a.file_name or "")
         self.backoff.forget_restore(a.file_name or "")
         self.log(
             Event.RESTORED_LAST_GOOD,
@@ -204,13 +205,13 @@ class ExecuteMixin(DaemonBase):
                     )
                 except StaticpodError:
                     pass
-            self.runtime_problems[f"unpark:{a.target}"] = {
+            self.problems.set(f"unpark:{a.target}", {
                 "code": "park-expired-unpark-failed",
                 "severity": "error",
                 "component": a.target,
                 "path": None,
                 "message": f"the park of {a.target} expired but unpark failed: {exc.message}",
-            }
+            })
             self.log(
                 Event.POLICY_ACTION_FAILED,
                 f"the park of {a.target} expired but unpark failed{again}: {exc.message}",

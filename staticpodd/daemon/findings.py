@@ -13,7 +13,7 @@ own findings, strays, duplicates, host ports, node fit, symlinks, modes and owne
 - what the options leave to the host: its node name, CPU count and ``MemTotal`` (the node-fit
   check reads /proc when ``node_capacity`` is not set), and its boot (``boot_id``): the
   ``hostpath-missing`` warnings look at paths outside the directory, which nothing here
-  watches; a reboot, or a SIGHUP (:meth:`staticpodd.daemon.reload.ReloadMixin._reload`), has
+  watches; a reboot, or a SIGHUP (:meth:`staticpodd.daemon.reload.Reloader.reload`), has
   them looked at again.
 
 :func:`findings_key` hashes all of it into one sha256 hex key. The daemon's

@@ -3,7 +3,7 @@
 The running daemon rewrites it atomically on every pass of its loop (:func:`write_heartbeat`);
 ``staticpodctl status`` and ``staticpodd --reload`` read it (:func:`read_heartbeat`). Its format
 and its interval are defined here; what goes into it is built by
-:meth:`staticpodd.daemon.status.StatusMixin._heartbeat`.
+:meth:`staticpodd.daemon.status.StatusReporter.heartbeat_data`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ DAEMON_STOPPING on the way out.
 
 from __future__ import annotations
 
+import argparse
 import os
 import select
 import signal
@@ -16,11 +17,15 @@ import time
 from typing import Any
 
 from .. import __version__
+from ..config import Config
 from ..errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, ConfigError, StaticpodError
 from ..journal import ERR, NOTICE, WARNING, Event
+from ..layout import Layout
+from ..node.notify import Notifier
 from ..node.watch import Hints, Watcher, hidden_from_proc
 from .base import PID_FILE, RETRY_DELAY, TRIM_QUIET
 from .loop import LoopMixin
+from .reload import Reloader
 
 
 class Daemon(LoopMixin):
@@ -29,21 +34,77 @@ class Daemon(LoopMixin):
     Composed of one mixin per part of the loop (all over the state declared in
     :class:`~staticpodd.daemon.base.DaemonBase`): the loop and reconcile
     (:mod:`~staticpodd.daemon.loop`), policy planning (:mod:`~staticpodd.daemon.policies`) and
-    execution (:mod:`~staticpodd.daemon.execute`), reload (:mod:`~staticpodd.daemon.reload`), the
-    watch (:mod:`~staticpodd.daemon.watching`) and what it reports
-    (:mod:`~staticpodd.daemon.status`); the lifecycle is here. The parts with state of their own
-    are objects it holds, each behind its own methods: ``writer_holds``
+    execution (:mod:`~staticpodd.daemon.execute`); the lifecycle is here. The parts with state
+    of their own are objects it holds, each behind its own methods and built with its
+    collaborators: ``problems`` (:class:`~staticpodd.daemon.problems.Problems`), ``reporter``
+    (:class:`~staticpodd.daemon.status.StatusReporter`: STATUS=, heartbeat, metrics),
+    ``reloader`` (:class:`~staticpodd.daemon.reload.Reloader`: SIGHUP; built here, since what it
+    loads is installed by :meth:`_install_config`, which moves the watch), ``writer_holds``
     (:class:`~staticpodd.daemon.writers.WriterHolds`), ``findings_cache``
     (:class:`~staticpodd.daemon.findings.FindingsCache`), ``retries`` and ``backoff``
-    (:class:`~staticpodd.daemon.retries.RetryQueue`, :class:`~staticpodd.daemon.retries.Backoff`).
+    (:class:`~staticpodd.daemon.retries.RetryQueue`, :class:`~staticpodd.daemon.retries.Backoff`),
+    ``publishing`` (:class:`~staticpodd.daemon.publishing.ClusterPublishing`), ``watch``
+    (:class:`~staticpodd.daemon.watching.WatchKeeper`: the watch's state changes).
     """
+
+    def __init__(self, args: argparse.Namespace, *, notifier: Notifier | None = None) -> None:
+        super().__init__(args, notifier=notifier)
+        self.reloader = Reloader(
+            load=self._read_config, install=self._install_config, forget=self._forget_verdicts,
+            set_state=self._set_state, generation=lambda: self.config_generation, reporter=self.reporter,
+            notifier=self.notifier, log=lambda *a, **kw: self.log(*a, **kw), say=lambda text: self._say(text))
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+
+    def _read_config(self) -> tuple[Config, Layout]:
+        """The configuration and the layout it names; raises ConfigError when it is invalid."""
+        cfg = self._load_config()
+        return cfg, self._layout_for(cfg)
+
+    def _forget_verdicts(self) -> None:
+        """Before a reload: what was judged under the old configuration is judged anew."""
+        self.backoff.due_now()  # a reload is a reason to try failed restores again, and at once
+        self._valid_digests.clear()  # verdicts depend on kubernetes_version, max_manifest_bytes …
+        # the directory findings too (their key covers the options; a reload is also how to have
+        # what it cannot cover, such as a hostPath created since, looked at again), and every
+        # file's: a reload judges the whole directory anew
+        self.findings_cache.forget()
+
+    def _install_config(self, cfg: Config, layout: Layout) -> None:
+        """Make the reloaded ``cfg`` (and the ``layout`` it names) the daemon's: a new generation,
+        a new engine, and the watch moved when the manifest directory did."""
+        old_dir = self.layout.manifest_dir
+        self.config = cfg
+        self.config_generation += 1
+        self.config_loaded_at = time.time()
+        assert self.hints is not None
+        self.hints.set_debounce(cfg.debounce)
+        if layout.manifest_dir != old_dir:
+            assert self.watcher is not None
+            self.watcher.stop()
+            self.layout = layout
+            self.watcher = Watcher(layout.manifest_dir, self.hints)
+            self.finding_keys = set()
+            self.problems.directory_moved()
+        else:
+            self.layout = layout
+        if hasattr(self.engine, "close"):
+            try:
+                self.engine.close()
+            except Exception:
+                pass
+        self.engine = self._build_engine()
+        self.publishing.configure(layout, cfg)
+        if layout.manifest_dir != old_dir:
+            self.watch.check(initial=True)
 
     def _install_signals(self) -> None:
         def on_stop(signum: int, _frame: Any) -> None:
             self._stop_signal = signum
 
         def on_hup(_signum: int, _frame: Any) -> None:
-            self._hup_requests += 1
+            self.reloader.request()
 
         signal.signal(signal.SIGTERM, on_stop)
         signal.signal(signal.SIGINT, on_stop)
@@ -161,8 +222,8 @@ class Daemon(LoopMixin):
             self.engine = self._build_engine()
             self.publishing.configure(self.layout, self.config)
             self.watcher = Watcher(self.layout.manifest_dir, self.hints)
-            self._heartbeat()
-            self._check_watch(initial=True)
+            self.reporter.heartbeat()
+            self.watch.check(initial=True)
             if not self._first_reconcile():
                 self._shutdown()
                 return EXIT_OK  # stopped while waiting for the lock
@@ -194,10 +255,9 @@ class Daemon(LoopMixin):
             pass
         self.state = "running"
         self.ready = True
-        status = self._status_line()
-        self._heartbeat()  # before READY=1: whoever waits for READY sees a current heartbeat
-        self.notifier.ready(status)
-        self._last_status = status
+        status = self.reporter.status_line()
+        self.reporter.heartbeat()  # before READY=1: whoever waits for READY sees a current heartbeat
+        self.reporter.ready(status)
         self.log(
             Event.DAEMON_STARTED,
             f"staticpodd {__version__} watching {self.layout.manifest_dir}: {status}",
@@ -255,7 +315,7 @@ class Daemon(LoopMixin):
                 self.notifier.status(f"starting: waiting for the lock ({exc.message})")
                 if wd_interval is not None:
                     self.notifier.watchdog()
-                self._heartbeat()
+                self.reporter.heartbeat()
             if self._stop_signal is not None:
                 return False
             select.select([self.hints.fileno()], [], [], RETRY_DELAY)
@@ -282,7 +342,7 @@ class Daemon(LoopMixin):
         self.state = "stopped"
         self.ready = False
         try:
-            self._heartbeat()
+            self.reporter.heartbeat()
         except OSError:
             pass
         try:

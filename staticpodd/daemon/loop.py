@@ -20,16 +20,15 @@ from ..journal import ERR, INFO, WARNING, Event
 from ..node import fsops
 from ..node.watch import DIRECTORY
 from ..reconcile import Plan, finding_key, plan_changes, plan_expired_parks, plan_findings
-from .base import RETRY_DELAY, TRIM_QUIET, _get
+from .base import RETRY_DELAY, TRIM_QUIET
 from .execute import ExecuteMixin
 from .heartbeat import HEARTBEAT_INTERVAL
 from .memory import release_memory
 from .onclose import CloseMixin
 from .policies import PlanMixin
-from .reload import ReloadMixin
 
 
-class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
+class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin):
     """The event loop, reconcile scheduling and retries."""
 
     def _loop(self) -> None:
@@ -46,11 +45,11 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             if self._stop_signal is not None:
                 self._record_before_stop()
                 return
-            if self._hup_requests != self._hup_handled:
-                self._reload()
+            if self.reloader.pending():
+                self.reloader.reload()
                 next_rescan = now  # policies or directory may have changed
             fsops.failpoint("daemon:loop")
-            rewatched = self._check_watch()
+            rewatched = self.watch.check()
             if self.exit_status is not None:
                 return
             periodic = now >= next_rescan and not rewatched and not self.retries.full
@@ -77,8 +76,8 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             if full or names or parks_due:
                 self._trim_after = time.monotonic() + TRIM_QUIET
             next_prune = self._prune_if_due(next_prune)
-            self._publish_status()
-            self._heartbeat()
+            self.reporter.publish_status()
+            self.reporter.heartbeat()
             journal_idle = getattr(self.journal, "idle", lambda: True)()
             if self._trim_due and journal_idle and time.monotonic() >= self._trim_after:
                 # after a validation of the directory, once its reports are sent and nothing has
@@ -105,7 +104,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             if self.watcher is not None and not self.watcher.watching:
                 wake.append(now + 1.0)  # directory missing or watch failed: poll it
             timeout = max(0.0, min(wake) - now)
-            if self._stop_signal is not None or self._hup_requests != self._hup_handled:
+            if self._stop_signal is not None or self.reloader.pending():
                 timeout = 0.0
             try:
                 select.select([self.hints.fileno()], [], [], timeout)
@@ -135,7 +134,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         from ..node.writelease import open_for_writing
 
         assert self.hints is not None
-        if "lock" in self.runtime_problems:
+        if "lock" in self.problems:
             return  # the last pass already waited its lock_wait for a staticpodctl: not a second time
         # No hint may arrive during this pass: the late event of a write made just before the
         # signal would make its file look busy to the executor after the policies had judged it
@@ -171,13 +170,13 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         try:
             with self.engine.locked():
                 res = prune(self.engine, policy, time.time())
-            self.runtime_problems.pop("prune", None)
+            self.problems.clear("prune")
             if res.components:
                 self._refresh_summary()
         except StaticpodError as exc:
             self._say(f"prune failed: {exc}")
-            self.runtime_problems["prune"] = {"code": exc.code, "severity": "warning",
-                                              "path": str(self.layout.db_path), "message": exc.message}
+            self.problems.set("prune", {"code": exc.code, "severity": "warning",
+                                        "path": str(self.layout.db_path), "message": exc.message})
         return time.monotonic() + policy.interval
 
     def _reconcile(self, *, full: bool = False, names: Iterable[str] = (), recover: bool = False) -> None:
@@ -190,12 +189,10 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             # Nothing to scan: the watch reports the missing directory (manifest-dir-missing) and
             # a full rescan follows when it comes back. The engine refuses to work on it meanwhile
             # (recovery of interrupted operations runs at its first lock after that).
-            self.invalid_live.clear()
-            self.dir_problems = []
+            self.reporter.no_files()
             self.finding_keys = set()
             self.last_findings = []
-            self.summary = {"live": 0, "parked": 0, "missing": 0}
-            self.runtime_problems.pop("reconcile", None)
+            self.problems.clear("reconcile")
             self.retries.full = False
             if full:
                 self.last_rescan = time.time()
@@ -203,7 +200,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
         try:
             with self.engine.locked():
                 self._reconcile_locked(full, names, recover)
-            self.runtime_problems.pop("lock", None)
+            self.problems.clear("lock")
             self.retries.full = False
             if full:
                 self.last_rescan = time.time()
@@ -223,7 +220,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                 raise
             self._reconcile_crashed(exc, full, names)
         else:
-            self.runtime_problems.pop("reconcile", None)
+            self.problems.clear("reconcile")
 
     def _reconcile_locked(self, full: bool, names: list[str], recover: bool) -> None:
         """One pass under the lock: scan, plan by policy (changes, invalid files, findings,
@@ -257,7 +254,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             findings = self._true_findings(found, plan)
             plan.extend(plan_findings(findings, self.config, self.finding_keys, protect=self._restoring(plan)))
             self.finding_keys = {finding_key(f) for f in findings}
-            self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
+            self.problems.set_directory(findings)
         expired = self.engine.store.expired_parks(time.time())
         expired = [p for p in expired if (p.component, p.until) not in self.failed_unparks
                    or time.time() >= self.backoff.due(f"unpark:{p.component}", 0.0)]
@@ -267,7 +264,7 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
             found = self.last_findings = self._directory_findings()
             findings = self._true_findings(found, Plan())
             self.finding_keys = {finding_key(f) for f in findings}
-            self.dir_problems = [f for f in findings if _get(f, "severity") in ("error", "warning")]
+            self.problems.set_directory(findings)
         self._refresh_summary()
         if full or names or plan.actions:
             self._remove_lone_private_dir()
@@ -277,31 +274,31 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
 
     def _lock_timed_out(self, exc: StaticpodError, full: bool, names: list[str]) -> None:
         """The lock stayed taken: report it once as a warning and retry the pass later."""
-        if "lock" not in self.runtime_problems:
+        if "lock" not in self.problems:
             self._say(f"{exc}; retrying every {RETRY_DELAY:g} s")
             self.log(Event.DAEMON_ERROR, f"{exc.message}; retrying every {RETRY_DELAY:g} s", priority=WARNING,
                      error="lock-timeout")
-        self.runtime_problems["lock"] = {
+        self.problems.set("lock", {
             "code": "lock-timeout",
             "severity": "warning",
             "path": str(self.layout.lock_path),
             "message": exc.message,
-        }
+        })
         self._retry_later(full, names)
 
     def _reconcile_failed(self, exc: StaticpodError, full: bool, names: list[str]) -> None:
         """A pass failed (a full disk …): report it once per message and retry the pass later."""
-        if (self.runtime_problems.get("reconcile") or {}).get("message") != exc.message:
+        if (self.problems.get("reconcile") or {}).get("message") != exc.message:
             # once per failure (a full disk retries every second)
             self._say(f"reconcile failed: {exc}")
             self.log(Event.DAEMON_ERROR, f"reconcile failed: {exc}", priority=ERR, error="reconcile-failed",
                      code=exc.code, path=exc.path)
-        self.runtime_problems["reconcile"] = {
+        self.problems.set("reconcile", {
             "code": exc.code,
             "severity": "error",
             "path": exc.path,
             "message": exc.message,
-        }
+        })
         self._retry_later(full, names)
 
     def _reconcile_crashed(self, exc: Exception, full: bool, names: list[str]) -> None:
@@ -311,15 +308,15 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
 
         if not self._stderr_is_journal():
             traceback.print_exc(file=sys.stderr)
-        if (self.runtime_problems.get("reconcile") or {}).get("code") != "internal-error":
+        if (self.problems.get("reconcile") or {}).get("code") != "internal-error":
             self.log(Event.DAEMON_ERROR, f"internal error during reconcile (still serving): {type(exc).__name__}: "
                      f"{exc}", priority=ERR, error="internal-error", traceback=traceback.format_exc())
-        self.runtime_problems["reconcile"] = {
+        self.problems.set("reconcile", {
             "code": "internal-error",
             "severity": "error",
             "path": None,
             "message": f"{type(exc).__name__}: {exc}",
-        }
+        })
         self._retry_later(full, names)
 
     def _quiet_rescan(self) -> None:
@@ -335,6 +332,22 @@ class LoopMixin(CloseMixin, PlanMixin, ExecuteMixin, ReloadMixin):
                     self._refresh_summary()
             except StaticpodError:
                 self._quiet_pass = None  # the next pass runs in full and reports what fails
+
+    def _refresh_summary(self) -> None:
+        """Under the lock: what the daemon reports (:meth:`StatusReporter.refresh`: summary,
+        problems, metrics), then the parks and the next park deadline (a deadline unpark that
+        failed is due again when its back-off is over)."""
+        self.reporter.refresh(self.last_findings)
+        parks = self.engine.store.parks()
+        self.parks = [p.to_dict() if hasattr(p, "to_dict") else dict(p) for p in parks]
+        live_keys = {(p.component, p.until) for p in parks}
+        self.failed_unparks = {k: v for k, v in self.failed_unparks.items() if k in live_keys}
+        deadlines = [
+            (p.until if (p.component, p.until) not in self.failed_unparks
+             else self.backoff.due(f"unpark:{p.component}", p.until))
+            for p in parks if p.until is not None
+        ]
+        self.next_park_deadline = min(deadlines) if deadlines else None
 
     def _remove_lone_private_dir(self) -> None:
         """Under the lock: an empty ``.staticpodd/`` that is all the manifest directory holds goes

@@ -33,8 +33,8 @@ from ..reconcile import (
     restore_note,
     stray_by_name,
 )
-from .base import _get
 from .options import validate_options
+from .problems import _get
 from .quiet import QuietMixin
 
 #: ``kind: Pod`` at the top level of YAML, or ``"kind": "Pod"`` in JSON: bytes meant as a Pod
@@ -85,15 +85,15 @@ class PlanMixin(QuietMixin):
                     file_name, "", ours_only=ours_only, limit=self.config.max_manifest_bytes, refused=refused,
                     relist=self.writer_holds.relist(),
                 )
-                self.invalid_live[file_name] = {
+                self.problems.set_invalid(file_name, {
                     "code": "invalid-live",
                     "severity": "error" if refused else "warning",
                     "component": _get(ch, "component"),
                     "path": str(self.layout.live_path(file_name)),
                     "message": text.replace(" (see staticpodctl validate)", ""),
-                }
+                })
             else:
-                self.invalid_live.pop(file_name, None)
+                self.problems.clear_invalid(file_name)
 
     @staticmethod
     def _restoring(plan: Plan) -> set[str]:
@@ -126,9 +126,9 @@ class PlanMixin(QuietMixin):
         changed = {_get(c, "file_name") for c in changes}
         busy = self.writer_holds.busy_names()  # being written now: judged after their quiet time
         bad = {name: fs for name, fs in bad.items() if name not in busy}
-        for name in list(self.invalid_live):
+        for name in self.problems.invalid_names():
             if name not in bad and name not in busy:
-                self.invalid_live.pop(name, None)
+                self.problems.clear_invalid(name)
         for name in list(self.backoff.failed_restores):
             if name not in bad:
                 self.backoff.forget_restore(name)
@@ -144,20 +144,20 @@ class PlanMixin(QuietMixin):
             # is none: never "restored" with that component's bytes (the scan just listed it)
             owner = None if stray else self.engine.names_taken.get(("live", name))
             component = None if stray or owner else component_of(name)
-            new = name not in self.invalid_live
+            new = not self.problems.is_invalid(name)
             ours_only = over_our_limit_only(fs, sizes.get(name))
             refused = kubelet_drops(fs, sizes.get(name))  # only what the kubelet refuses is restored over
             # the same words as when the file changed (plan_changes): codes with their lines
             text, prio = invalid_sentence(name, finding_summary(fs), ours_only=ours_only, limit=limit, refused=refused,
                                           relist=self.writer_holds.relist())
             if new:
-                self.invalid_live[name] = {
+                self.problems.set_invalid(name, {
                     "code": "invalid-live",
                     "severity": "error" if refused else "warning",
                     "component": component,
                     "path": str(mdir / name),
                     "message": text,
-                }
+                })
             if name in changed or name in restoring:
                 continue  # plan_changes reported it (and decided about a restore) in this pass
             parked = component is not None and self.engine.store.park_of(component) is not None

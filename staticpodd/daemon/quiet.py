@@ -83,8 +83,8 @@ class QuietMixin(DaemonBase):
             or self.writer_holds.held
             or self.writer_holds.busy_names()
             or (self.next_park_deadline is not None and time.time() >= self.next_park_deadline)
-            or "lock" in self.runtime_problems
-            or "reconcile" in self.runtime_problems
+            or "lock" in self.problems
+            or "reconcile" in self.problems
         )
 
     def _quiet_unchanged(self) -> bool:

@@ -1,20 +1,51 @@
 """Keeping the inotify watch on the manifest directory, and noticing when it is not writable.
 
-:class:`WatchMixin` (re)creates the watch when the directory appears, is replaced or was missing
+:class:`WatchKeeper` is one part of the daemon, given its collaborators (getters of the current
+watcher and layout, the problem board, the journal's log, a stderr line, and how to make the
+daemon exit): it (re)creates the watch when the directory appears, is replaced or was missing
 (DIRECTORY_REWATCHED, DIRECTORY_PROBLEM), and checks whether the watched directory is read-only
 for the daemon (under the unit's sandbox: exit 75 for a restart that binds it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..journal import ERR, WARNING, Event
-from .base import DaemonBase
+from ..layout import Layout
+from ..node.watch import Watcher
+from .problems import Problems
 
 
-class WatchMixin(DaemonBase):
-    """The inotify watch's state changes and the manifest directory's writability."""
+class WatchKeeper:
+    """The inotify watch's state changes and the manifest directory's writability.
 
-    def _check_watch(self, *, initial: bool = False) -> bool:
+    ``watcher`` and ``layout``: getters of the daemon's current ones (a reload replaces them);
+    ``problems``: the board (``watch`` and ``read-only`` are set and cleared here); ``log``: a
+    journal entry (``log(event, message, priority=..., **fields)``); ``say``: a stderr line;
+    ``exit``: makes the daemon exit with this status after the current pass.
+    """
+
+    def __init__(self, *, watcher: Callable[[], Watcher | None], layout: Callable[[], Layout], problems: Problems,
+                 log: Callable[..., None], say: Callable[[str], None], exit: Callable[[int], None]) -> None:
+        self._watcher = watcher
+        self._layout = layout
+        self._problems = problems
+        self._log = log
+        self._say = say
+        self._exit = exit
+
+    @property
+    def watcher(self) -> Watcher | None:
+        """The daemon's current watcher (None before start-up built it)."""
+        return self._watcher()
+
+    @property
+    def layout(self) -> Layout:
+        """The daemon's current layout."""
+        return self._layout()
+
+    def check(self, *, initial: bool = False) -> bool:
         """(Re)create the inotify watch if needed; True when a full rescan should follow."""
         assert self.watcher is not None
         what = self.watcher.ensure()
@@ -24,19 +55,19 @@ class WatchMixin(DaemonBase):
             what = "missing"  # missing at start: say so once, then poll for it
         ident = self.watcher.identity
         if what == "started":
-            self.runtime_problems.pop("watch", None)
+            self._problems.clear("watch")
             if initial:
                 self._check_writable(initial=True)
                 return False
             what = "created"  # it was missing at start and has appeared
         if what == "missing":
-            self.runtime_problems["watch"] = {
+            self._problems.set("watch", {
                 "code": "manifest-dir-missing",
                 "severity": "error",
                 "path": str(self.layout.manifest_dir),
                 "message": "the manifest directory is missing: the kubelet removes every static pod",
-            }
-            self.log(
+            })
+            self._log(
                 Event.DIRECTORY_PROBLEM,
                 f"manifest directory {self.layout.manifest_dir} is missing; the kubelet removes every "
                 "file-sourced pod; waiting for it to come back",
@@ -45,22 +76,22 @@ class WatchMixin(DaemonBase):
             )
             return True
         if what == "failed":
-            self.runtime_problems["watch"] = {
+            self._problems.set("watch", {
                 "code": "watch-failed",
                 "severity": "error",
                 "path": str(self.layout.manifest_dir),
                 "message": self.watcher.error or "cannot watch the manifest directory",
-            }
-            self.log(
+            })
+            self._log(
                 Event.DIRECTORY_PROBLEM,
                 self.watcher.error or "cannot watch the manifest directory",
                 priority=ERR,
                 finding="watch-failed",
             )
             return True
-        self.runtime_problems.pop("watch", None)
+        self._problems.clear("watch")
         if not initial:
-            self.log(
+            self._log(
                 Event.DIRECTORY_REWATCHED,
                 f"manifest directory {self.layout.manifest_dir} was {what}; watching it again and rescanning",
                 priority=WARNING,
@@ -87,10 +118,10 @@ class WatchMixin(DaemonBase):
         from ..node.sandbox import EXIT_SANDBOX, read_only_mount, under_service_manager
 
         if not read_only_mount(self.layout.manifest_dir):
-            self.runtime_problems.pop("read-only", None)
+            self._problems.clear("read-only")
             return
         if not initial and under_service_manager():
-            self.log(
+            self._log(
                 Event.DIRECTORY_PROBLEM,
                 f"manifest directory {self.layout.manifest_dir} was {change or 'created'} after staticpodd "
                 "started and is read-only in its sandbox (the unit binds it writable only at start); exiting "
@@ -102,10 +133,10 @@ class WatchMixin(DaemonBase):
             )
             self._say(f"manifest directory {self.layout.manifest_dir} is read-only in this sandbox: exiting "
                       f"{EXIT_SANDBOX} for a restart")
-            self.exit_status = EXIT_SANDBOX
+            self._exit(EXIT_SANDBOX)
             return
-        if "read-only" not in self.runtime_problems:
-            self.log(
+        if "read-only" not in self._problems:
+            self._log(
                 Event.DIRECTORY_PROBLEM,
                 f"manifest directory {self.layout.manifest_dir} is read-only for staticpodd: no restore, "
                 "quarantine or deadline unpark can happen (a read-only mount, or a staticPodPath the unit's "
@@ -113,10 +144,10 @@ class WatchMixin(DaemonBase):
                 priority=ERR,
                 finding="manifest-dir-read-only",
             )
-        self.runtime_problems["read-only"] = {
+        self._problems.set("read-only", {
             "code": "manifest-dir-read-only",
             "severity": "error",
             "path": str(self.layout.manifest_dir),
             "message": "the manifest directory is read-only for staticpodd: restores, quarantines and "
             "deadline unparks fail",
-        }
+        })
