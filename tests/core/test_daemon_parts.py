@@ -195,3 +195,43 @@ def test_the_watch_keeper_alone_reports_a_missing_directory_then_its_return(tmp_
     finally:
         watcher.stop()
         hints.close()
+
+
+def test_the_publisher_flushes_again_for_a_row_queued_while_its_flush_ran(tmp_path: Path) -> None:
+    """The cluster publisher's loop (:class:`staticpodd.daemon.publishing.ClusterPublishing`) with a
+    stand-in publisher whose first flush has a verb queue a row after it read the queue (and die
+    before it woke the daemon): the next look at the outbox sees the row and flushes again. The
+    outbox is real SQLite; no API server is asked (the stand-in says what a flush would)."""
+    import threading
+    import time
+
+    from staticpodd.cluster.outbox import Outbox
+    from staticpodd.daemon.publishing import ClusterPublishing, _Run
+
+    calls: list[float] = []
+
+    class Racing:
+        state_dir = tmp_path
+        node_name = "node-1"
+
+        def flush(self, *, resync: bool = False, deadline: float | None = None) -> dict[str, Any]:
+            calls.append(time.monotonic())
+            if len(calls) == 1:  # the queue was read (empty); now a verb queues a row and dies
+                with Outbox(tmp_path) as box:
+                    box.put({"reason": "ComponentParked", "type": "Warning", "message": "m", "at": "2026"})
+            return {"published": 0, "annotations": False, "waiting": 0, "error": None, "busy": False,
+                    "dropped": 0, "refused": []}
+
+    pub = ClusterPublishing(lambda *a, **kw: None, lambda line: None)
+    run = _Run(None, None)  # no socket: it looks at the outbox every POLL (0.5 s)
+    thread = threading.Thread(target=pub._run, args=(Racing(), run), daemon=True)
+    thread.start()
+    try:
+        end = time.monotonic() + 5
+        while len(calls) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert len(calls) >= 2, "the row queued during the flush waits for the resync (5 min)"
+    finally:
+        run.stop.set()
+        run.wake.set()
+        thread.join(5)
