@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: When this test session began (whole seconds, a little early): pytest's tmp_path numbers
+#: (pytest-of-root/pytest-N) come round again once old ones are cleaned up, and the journal
+#: outlives them, so a sandbox root alone can match an earlier session's entries.
+SESSION_START = int(time.time()) - 2
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
@@ -145,13 +149,14 @@ def journald_alive() -> bool:
 
 def journal_entries(root: Path, *, want: Callable[[list[dict]], bool] | None = None,
                     timeout: float = 10.0) -> list[dict]:
-    """journald entries whose STATICPODD_ROOT is ``root`` (polls until ``want(entries)``)."""
+    """journald entries of this test session whose STATICPODD_ROOT is ``root`` (polls until
+    ``want(entries)``)."""
     if not journald_alive():
         pytest.skip("journald is not running here (.ci/setup starts it)")
     deadline = time.monotonic() + timeout
     while True:
         res = subprocess.run(
-            ["journalctl", "--no-pager", "-o", "json", f"STATICPODD_ROOT={root}"],
+            ["journalctl", "--no-pager", "-o", "json", f"--since=@{SESSION_START}", f"STATICPODD_ROOT={root}"],
             capture_output=True, text=True, timeout=30,
         )
         entries = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]

@@ -25,7 +25,7 @@ def parse_until(args: argparse.Namespace) -> float | None:
     UsageError for 0, the past, or over 10 years."""
     from ..engine import parse_duration
 
-    if getattr(args, "for_", None):
+    if getattr(args, "for_", None) is not None:  # "" too: an unset $VAR must not mean "no deadline"
         seconds = parse_duration(args.for_)
         if seconds <= 0:
             raise UsageError(f"--for {args.for_}: the park must last longer than 0 s",
@@ -34,7 +34,7 @@ def parse_until(args: argparse.Namespace) -> float | None:
             raise UsageError(f"--for {args.for_}: a park deadline is at most 10 years away",
                              hint="leave out --for/--until to park until you unpark")
         return time.time() + seconds
-    if getattr(args, "until", None):
+    if getattr(args, "until", None) is not None:
         from datetime import datetime, timezone
 
         text = args.until.strip().replace("Z", "+00:00").replace("z", "+00:00")

@@ -328,7 +328,8 @@ def _doctor(p: argparse.ArgumentParser, wait: bool) -> None:
 def _prune(p: argparse.ArgumentParser, wait: bool) -> None:
     p.add_argument("--dry-run", action="store_true", help="change nothing; say what would be pruned")
     p.add_argument("--keep", type=int, metavar="N",
-                   help="keep the newest N versions of each component (default: retention.keep_versions)")
+                   help="keep the newest N distinct contents of each component (a park or unpark "
+                        "records no new content; default: retention.keep_versions)")
     p.add_argument("--keep-for", metavar="DURATION",
                    help="keep every version younger than DURATION (30d, 12h; default: retention.keep_for)")
     p.set_defaults(handler=LazyHandler("prune", "cmd_prune"))

@@ -201,7 +201,7 @@ def _checked_files(path: str) -> list[str]:
         return [path]
     try:
         with os.scandir(path) as it:
-            names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_file())
+            names = sorted(e.name for e in it if not e.name.startswith(".") and _is_file(e))
     except OSError:
         return []
     return [str(Path(path) / n) for n in names]
@@ -240,9 +240,18 @@ def _manifest_count(path: str) -> int:
         return 1
     try:
         with os.scandir(path) as it:
-            return sum(1 for e in it if not e.name.startswith(".") and e.is_file())
+            return sum(1 for e in it if not e.name.startswith(".") and _is_file(e))
     except OSError:
         return 0
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """``entry.is_file()``, False where the stat fails (a symlink loop raises ELOOP): the kubelet
+    skips such a link, and one of them must not void the count of the others."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _usage(out: IO[str], as_json: bool, message: str, *, code: str = "usage", status: int = EXIT_USAGE) -> int:

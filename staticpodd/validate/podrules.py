@@ -290,8 +290,8 @@ def rule_pod_spec(ctx: Context) -> None:
     validateDNSPolicy, validatePodDNSConfig, ActiveDeadlineSeconds, TerminationGracePeriodSeconds).
     """
     spec = ctx.spec
-    if "spec" in ctx.doc and not isinstance(ctx.doc.get("spec"), dict):
-        return  # schema layer reports the type
+    if ctx.doc.get("spec") is not None and not isinstance(ctx.doc.get("spec"), dict):
+        return  # schema layer reports the type (null is no type error: Go leaves the zero PodSpec)
     if not as_list(spec.get("containers")):
         ctx.add(
             "pod-spec-invalid",

@@ -405,6 +405,15 @@ def test_a_park_for_zero_seconds_is_a_usage_error(kubeadm, ctl) -> None:
     assert SCHED in kubeadm.visible()
 
 
+@pytest.mark.parametrize("flag", ["--for", "--until"])
+def test_an_empty_deadline_is_a_usage_error_not_a_park_without_one(kubeadm, ctl, flag) -> None:
+    """``--for "$DURATION"`` with the variable unset parked with no deadline at all, silently:
+    the one thing the deadline was there to prevent (a newcomer's try)."""
+    r = ctl("park", "kube-scheduler", flag, "", "--json")
+    assert r.rc == 2 and r.json()["error"]["code"] == "usage"
+    assert SCHED in kubeadm.visible()
+
+
 @pytest.mark.parametrize("when", [("--for", "99999999d"), ("--until", "9999-12-31T23:00Z")])
 def test_a_park_deadline_past_ten_years_is_a_usage_error_and_status_keeps_working(kubeadm, ctl, when) -> None:
     """``--for 99999999d`` was accepted ("until 275817-…"), then status, doctor and the Ansible

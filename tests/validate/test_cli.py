@@ -231,3 +231,18 @@ def test_a_directory_counts_the_manifests_it_holds_and_odd_names_stay_valid_json
     doc = json.loads(text)  # strict: no lone surrogates
     assert doc["summary"]["manifests"] == 4
     assert "\\udc" not in text
+
+
+def test_a_symlink_loop_in_a_directory_does_not_zero_the_count_or_hide_the_verdicts(tmp_path):
+    """``ln -s loop.yaml loop.yaml`` beside real manifests: the count said "0 manifests" and the
+    summary lost "the kubelet would not run …" (is_file() raises ELOOP; a newcomer's try)."""
+    d = tmp_path / "manifests"
+    d.mkdir()
+    (d / "a.yaml").write_bytes(WARN)
+    (d / "b.yaml").write_bytes(BAD)
+    (d / "loop.yaml").symlink_to("loop.yaml")
+    rc, text = run(str(d))
+    assert rc == 1
+    last = text.splitlines()[-1]
+    assert last.startswith("2 manifests in 1 path checked against"), last
+    assert "the kubelet would not run 1 of 2 files" in last

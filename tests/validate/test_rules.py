@@ -171,6 +171,13 @@ def test_hostpath_emptydir_and_downward_api_are_fine():
 # --------------------------------------------------------------------- ValidatePodCreate subset
 
 
+def test_a_null_spec_is_a_pod_without_containers():
+    """``spec: null`` decodes (Go leaves the zero PodSpec) and then fails validation like a
+    missing spec: no containers. It passed clean (a newcomer's try), ``spec: {}`` did not."""
+    data = b"apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: kube-system}\nspec: null\n"
+    assert "pod-spec-invalid" in codes(run(data))
+
+
 @pytest.mark.parametrize(
     ("spec", "code"),
     [
