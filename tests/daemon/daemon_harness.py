@@ -26,6 +26,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+#: When this process began reading the journal's sessions (whole seconds, a little early): as
+#: spd_testlib.SESSION_START, a tmp_path of an earlier session can have the same name.
+SESSION_START = int(time.time()) - 2
 KUBEADM = {
     "kube-apiserver.yaml": "01-zetaoss-kubeadm-kube-apiserver.yaml",
     "kube-controller-manager.yaml": "02-zetaoss-kubeadm-kube-controller-manager.yaml",
@@ -201,8 +204,9 @@ class Daemon:
 
 
 def journal(root: Path, event: str | None = None) -> list[dict[str, Any]]:
-    """journald entries for this root (optionally one STATICPODD_EVENT), oldest first."""
-    cmd = ["journalctl", "--no-pager", "-o", "json", f"STATICPODD_ROOT={root}"]
+    """journald entries of this test session for this root (optionally one STATICPODD_EVENT),
+    oldest first (a tmp_path of an earlier session can have the same name: :data:`SESSION_START`)."""
+    cmd = ["journalctl", "--no-pager", "-o", "json", f"--since=@{SESSION_START}", f"STATICPODD_ROOT={root}"]
     if event:
         cmd.append(f"STATICPODD_EVENT={event}")
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
