@@ -93,7 +93,8 @@ class Parker:
         parking one of them does not stop the pod: that is refused, unless ``fn`` is itself a
         leftover (no manifest suffix: ``kube-scheduler.yaml.bak``), where parking it is exactly
         how the duplicate goes away, or ``force`` says the operator means it. The result then
-        says which file the pod keeps running from.
+        says which file the pod runs from, and that file is touched so that the kubelet re-adds
+        the pod at once (:meth:`_readd_from`).
         Raises UnknownComponent, AlreadyParked, Conflict, HookFailed, LockTimeout, FsError.
         """
         with self.core.nothing_changed_on_error(), self.guard.locked():
@@ -117,6 +118,7 @@ class Parker:
                 again = self.gatekeeper.files_defining(ident, besides=fn)
                 if again != twins:
                     twins_note = self._twins_note(comp, fn, ident, again, until=until, force=force) if again else ""
+                    twins = again
             payload = self.recovery.intent_base(fn, reason)
             payload.update(digest=digest, until=until)
             intent = self.core.store.begin_intent("park", comp, payload)
@@ -139,11 +141,14 @@ class Parker:
                     self.core.store.after_intent():
                 version, rec = self.recovery.record_park(comp, fn, pst, payload)
                 self.core.store.end_intent(intent)
+            if twins:
+                twins_note += self._readd_from(twins[-1])
             self.core.log(
                 Event.PARKED,
-                f"{comp}: parked {fn}" + (f" until {iso(until)}" if until else "") + (f" ({reason})" if reason else ""),
+                f"{comp}: parked {fn}" + (f" until {iso(until)}" if until else "") + (f" ({reason})" if reason else "")
+                + (f"; pod runs from {twins[-1]}" if twins else ""),
                 priority=NOTICE, component=comp, file_name=fn, version=version.seq, digest=digest,
-                reason=reason, until=iso(until) if until else None,
+                reason=reason, until=iso(until) if until else None, readded=twins[-1] if twins else None,
             )
             self.core.hooks("post", "park", component=comp, file_name=fn, reason=reason, version=version.seq,
                              digest=digest)
@@ -455,11 +460,26 @@ class Parker:
             )
         if until is not None:
             raise UsageError(
-                f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (it keeps running from {twins[-1]}), "
+                f"parking {fn} does not stop pod {ident[0]}/{ident[1]} (the kubelet runs it from {twins[-1]}), "
                 "so a deadline to start it again means nothing",
                 hint=f"park it without --for/--until: staticpodctl park {_q(fn)}",
             )
-        return f"; pod {ident[0]}/{ident[1]} keeps running from {twins[-1]}"
+        return f"; pod {ident[0]}/{ident[1]} runs from {twins[-1]}"
+
+    def _readd_from(self, winner: str) -> str:
+        """After parking one of several live files of one pod: touch ``winner``, the file the
+        kubelet runs the pod from now, so that it re-adds the pod at once. The kubelet drops a pod
+        when one of its files goes and re-reads the others only at its next relist, up to
+        fileCheckFrequency (20 s) later, unless an event on one arrives (docs/kubelet-contract.md
+        "Duplicate names across files"; seen with the daemon's quarantine, tests/e2e/test_e2e_strays.py).
+        The touch changes no byte, mode or owner. Returns the note for the result."""
+        try:
+            os.utime(self.core.path("live", winner))
+        except OSError as exc:
+            return (f" (cannot touch it: {exc.strerror or exc}; the kubelet runs the pod again at its next "
+                    "relist, up to 20 s)")
+        return (" (touched it: the kubelet drops a pod when one of its files goes, and re-adds it now, "
+                "not at its next relist)")
 
     def _live_again(self, comp: str, fn: str, live: Any) -> LiveFileExists:
         """The refusal of an unpark whose live file is back and differs from the parked copy

@@ -57,6 +57,34 @@ def test_quarantine_moves_the_bak_out_and_the_live_pod_is_back_before_the_next_r
     assert "before the quarantine could act" in entries[0]["MESSAGE"]
 
 
+def test_parking_a_bak_twin_has_the_kubelet_run_the_live_file_before_the_next_relist(node: Node) -> None:
+    """``staticpodctl park kube-scheduler.yaml.bak``, the stray-backup page's answer, with no
+    daemon: the kubelet drops the pod when the .bak goes and would run kube-scheduler.yaml's pod
+    again only at its next relist; park touches kube-scheduler.yaml so it does so at once. Timed
+    from just after a relist, so a pod back before the next one is the touch's doing."""
+    live = node.write("kube-scheduler.yaml", scheduler_bytes())
+    first = node.wait_running("kube-scheduler", 60)
+    shutil.copy2(live, node.manifests / "kube-scheduler.yaml.bak")  # cp -p: the pod restarts under the .bak
+    node.wait(lambda: (s := node.state("kube-scheduler")) is not None and s.config_hash != first.config_hash,
+              30, "the pod running from the .bak")
+    period = node.lab.relist_seconds
+    now = time.time()
+    ticks = node.lab.relists(now - period, now + 2 * period)
+    assert ticks, "the kubelet's log has no relist schedule"
+    after = next(t for t in ticks if t > now) + 0.3  # just after a relist: the next is a period away
+    time.sleep(max(0.0, after - time.time()))
+    t0 = time.monotonic()
+    park = node.ctl("park", "kube-scheduler.yaml.bak", "--json", check=True)
+    assert "touched it" in json.loads(park.stdout)["msg"], park.stdout
+    back = node.wait(
+        lambda: (s := node.state("kube-scheduler")) is not None and s.config_hash == first.config_hash and s,
+        period + 20, "kube-scheduler.yaml's pod back")
+    took = time.monotonic() - t0
+    print(f"\npark of the .bak twin: kube-scheduler.yaml's pod running again {took:.1f} s later (relist {period:g} s)")
+    assert back.config_hash == first.config_hash
+    assert took < period - 5, f"the pod came back {took:.1f} s after the park: at the relist, not by the touch"
+
+
 def test_apply_wait_names_the_shadowing_file_when_the_hash_never_arrives(node: Node, tmp_path) -> None:
     live = node.write("kube-scheduler.yaml", scheduler_bytes())
     node.wait_running("kube-scheduler", 60)

@@ -134,7 +134,7 @@ def test_parking_a_leftover_copy_of_the_apiserver_needs_no_force_the_pod_keeps_r
     shutil.copyfile(src, mdir / "kube-apiserver.yaml.bak")
     rc, body = run(capsys, root, "park", "kube-apiserver.yaml.bak")
     assert rc == 0, body
-    assert "keeps running from kube-apiserver.yaml" in body["msg"]
+    assert "runs from kube-apiserver.yaml" in body["msg"]
     assert "loses its apiserver" not in json.dumps(body)
     assert (mdir / "kube-apiserver.yaml").exists() and not (mdir / "kube-apiserver.yaml.bak").exists()
     rc, body = run(capsys, root, "park", "kube-apiserver")  # the last file of the pod: critical again
