@@ -144,8 +144,19 @@ class _Checker:
         elif isinstance(value, list):
             items = node.get("items")
             if items is not None:
+                struct = self._is_struct(items)
                 for i, item in enumerate(value):
-                    self.check(items, item, f"{path}[{i}]")
+                    # encoding/json leaves a null element of a slice of structs as the zero struct
+                    # ([null] decodes as [{}]): its required fields are missing, as for {}
+                    self.check(items, {} if item is None and struct else item, f"{path}[{i}]")
+
+    def _is_struct(self, node: dict) -> bool:
+        """Whether ``node`` describes a Go struct (an object with named properties), not a map
+        or a scalar: a JSON null decodes into its zero value, not into nil."""
+        node = self.resolve(node)
+        types = node.get("type")
+        is_object = types == "object" or (isinstance(types, list) and "object" in types)
+        return is_object and bool(node.get("properties"))
 
     def check_format(self, fmt: str, value: Any, path: str) -> None:
         if fmt in ("int32", "int64") and isinstance(value, int) and not isinstance(value, bool):

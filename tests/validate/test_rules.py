@@ -495,6 +495,20 @@ def test_a_missing_required_field_is_reported_once(spec):
     assert codes(run(pod(spec))) == ["schema-required"]
 
 
+@pytest.mark.parametrize("field", ["containers", "env", "volumes", "ports"])
+def test_a_null_item_of_a_list_of_structs_is_the_zero_struct_the_kubelet_refuses(field):
+    """encoding/json leaves ``[null]`` in a slice of structs as the zero struct, whose required
+    fields are missing (``containers: [null]`` is ``[{}]``); it passed clean (a newcomer's try)."""
+    spec = {"containers": [container()]}
+    if field == "containers":
+        spec["containers"] = [None]
+    elif field == "volumes":
+        spec["volumes"] = [None]
+    else:
+        spec["containers"] = [container(**{field: [None]})]
+    assert "schema-required" in codes(run(pod(spec)))
+
+
 def test_name_missing_names_metadata_name_and_a_line_even_without_metadata():
     [f] = [f for f in run(b"apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n") if f.code == "name-missing"]
     assert (f.field, f.line) == ("metadata.name", 2)  # no metadata at all: the line of kind

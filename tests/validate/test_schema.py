@@ -135,6 +135,17 @@ def _mutants(doc, rnd: random.Random, n: int):
         yield d
 
 
+def _null_list_item(node) -> bool:
+    """Whether a list anywhere in ``node`` holds a null: encoding/json decodes a null element of a
+    slice of structs as the zero struct (its required fields missing), which jsonschema cannot
+    know; tests/validate/test_rules.py holds that case to the kubelet's reading."""
+    if isinstance(node, dict):
+        return any(_null_list_item(v) for v in node.values())
+    if isinstance(node, list):
+        return any(v is None or _null_list_item(v) for v in node)
+    return False
+
+
 @pytest.mark.parametrize("version", ["1.31", "1.37"])
 def test_checker_agrees_with_jsonschema_on_corpus_mutants(corpus, version):
     jsonschema = pytest.importorskip("jsonschema")
@@ -148,6 +159,8 @@ def test_checker_agrees_with_jsonschema_on_corpus_mutants(corpus, version):
         doc = decode(path.read_bytes()).doc
         for m in [doc, *_mutants(doc, rnd, 25)]:
             if not (isinstance(m.get("metadata"), dict) and m["metadata"].get("name") and m.get("kind") == "Pod"):
+                continue
+            if _null_list_item(m):
                 continue
             # null matches both branches of IntOrString/Quantity's oneOf, which jsonschema calls
             # invalid; the kubelet decodes null as the zero value, so that is not a disagreement.
