@@ -51,7 +51,16 @@ def owner_mode_problem(uid: int, mode: int) -> str | None:
 
 
 def untrusted(path: Path, what: str, reason: str) -> Untrusted:
-    """The error for ``path`` (``what`` it is, ``reason`` from :func:`problem_of`)."""
+    """The error for ``path`` (``what`` it is, ``reason`` from :func:`problem_of`, or "not a
+    regular file" / "not a directory ...": then chown and chmod would not help, and on a symlink
+    would change its target, so the hint says to put the right kind of file there instead)."""
+    if reason.startswith("not a "):
+        kind = "directory" if reason.startswith("not a directory") else "regular file"
+        return Untrusted(
+            f"refusing the {what}: it is {reason}",
+            path=str(path),
+            hint=f"put a {kind} there, owned by root and not group/world-writable (see: ls -ld {path})",
+        )
     return Untrusted(
         f"refusing the {what}: it is {reason}, so another user could have written it",
         path=str(path),
@@ -60,9 +69,10 @@ def untrusted(path: Path, what: str, reason: str) -> Untrusted:
 
 
 def check_path(path: Path, what: str, *, parents_up_to: Path | None = None) -> os.stat_result:
-    """Stat ``path`` without following a final symlink and raise Untrusted when another user could
-    have written it; with ``parents_up_to``, check every parent directory below (and including)
-    that one too. Returns the stat. Raises FileNotFoundError when it does not exist."""
+    """Stat ``path`` (following a final symlink: what is checked is what will be read) and raise
+    Untrusted when another user could have written it; with ``parents_up_to``, check every parent
+    directory of ``path`` below (and including) that one too. Returns the stat. Raises
+    FileNotFoundError when it does not exist."""
     st = os.stat(path)
     reason = problem_of(st)
     if reason:

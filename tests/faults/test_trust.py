@@ -236,3 +236,23 @@ def test_the_quarantine_does_not_follow_a_symlinked_quarantine_directory_out(kub
     with pytest.raises(FsError, match="not a directory \\(a symlink or a file\\)"):
         eng.quarantine("notes.yaml.bak", reason="stray")
     assert stray.exists() and list(outside.iterdir()) == []
+
+
+def test_a_symlinked_state_directory_is_refused_with_a_hint_that_does_not_chmod_its_target(kubeadm, ctl,
+                                                                                              tmp_path):
+    """``.staticpodd`` a symlink: refused; the hint must not say chown/chmod, which follow the
+    link and change the target (a newcomer's try)."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(mode=0o755)
+    private = kubeadm.manifests / ".staticpodd"
+    if private.exists():
+        import shutil
+
+        shutil.rmtree(private)
+    private.symlink_to(outside)
+    r = ctl("park", "kube-scheduler", "--json")
+    assert r.rc != 0 and "Traceback" not in r.err
+    err = r.json()["error"]
+    assert "not a directory" in err["message"] and "another user could have written" not in err["message"]
+    assert "put a directory there" in err["hint"] and "chmod" not in err["hint"], err
+    assert oct(outside.stat().st_mode & 0o777) == "0o755" and (kubeadm.manifests / "kube-scheduler.yaml").exists()
