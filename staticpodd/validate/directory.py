@@ -61,13 +61,21 @@ def stray_reason(name: str) -> str | None:
     return None
 
 
+def _shell_word(name: str) -> str:
+    """``name`` as one shell word (quoted only when it needs it)."""
+    import shlex
+
+    return shlex.quote(name)
+
+
 def _stray_hint(name: str) -> str:
     """What to do about a stray: the tool-specific fix for a known config-management leftover
     (Ansible ``backup: yes``, Puppet's non-dot temp files; :mod:`staticpodd.manifest.cmpatterns`)."""
     from staticpodd.manifest.cmpatterns import identify
 
     left = identify(name)
-    hint = "move it out of the directory or give it a dot-name"
+    hint = (f"park it (staticpodctl park {_shell_word(name)}, then staticpodctl unpark --discard "
+            f"{_shell_word(name)}: the bytes are kept in history), or move it out of the directory")
     if left is not None and left.pattern.kubelet_reads:
         hint += f"; then stop it coming back: {left.pattern.advice}"
     return hint
@@ -399,9 +407,10 @@ def _duplicates(pods: dict) -> list[Finding]:
                     "duplicate-pod", "error", facts.display, facts.located, "metadata.name",
                     f"{ns}/{name} is also defined by {keep}: the kubelet reads both files and runs the "
                     f"lexically later one, {runs} (deleting one of them stops the pod until the next relist)",
-                    f"move this leftover out of the directory (it is the file that should go, not {keep}), "
-                    f"then `touch` {keep} so the kubelet re-adds its pod now instead of at its next relist "
-                    "(a real kubelet 1.34 leaves it down until then)",
+                    f"this leftover is the file that should go, not {keep}: staticpodctl park "
+                    f"{_shell_word(os.path.basename(facts.display))} records its bytes, moves it out and "
+                    f"touches {keep} so the kubelet runs the pod again at once, not at its next relist; then "
+                    f"staticpodctl unpark --discard {_shell_word(os.path.basename(facts.display))}",
                 ))
             losers = keepers[:-1]
         else:

@@ -58,7 +58,7 @@ def test_a_duplicate_pod_error_goes_on_the_stray_that_causes_it_not_on_the_good_
     dups = [f for f in found if f.code == "duplicate-pod"]
     assert [Path(f.path).name for f in dups] == ["kube-apiserver.yaml.bak"]
     assert "the kubelet reads both files and runs the lexically later one, this file" in dups[0].message
-    assert "move this leftover out of the directory" in dups[0].hint
+    assert "staticpodctl park kube-apiserver.yaml.bak" in dups[0].hint and "unpark --discard" in dups[0].hint
     assert not [f for f in found if f.severity == "error" and Path(f.path).name == "kube-apiserver.yaml"]
 
 
