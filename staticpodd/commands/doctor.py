@@ -183,7 +183,8 @@ def _file_name_problems(eng: Any, st: dict[str, Any], problem: Callable[..., Non
                 f"versions ({taken['hint']})", path=str(base / taken["file_name"]), severity="warning")
     for link in st.get("links_not_recorded", []):
         problem("symlink-not-recorded", f"{link['file_name']}: a symlink to a file that is not a pod manifest "
-                f"({link['reason']}); the kubelet skips it; its bytes are not recorded (remove the link)",
+                f"({link['reason']}); the kubelet follows it and refuses it at every relist; its bytes are not "
+                "recorded (remove the link)",
                 path=str(eng.layout.manifest_dir / link["file_name"]))
     taken_live = {t["file_name"] for t in st.get("names_taken", []) if t["location"] == "live"}
     for comp, other in eng.parks_bypassed():

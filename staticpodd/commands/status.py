@@ -59,7 +59,8 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
                  f"({taken['hint']})")
     for link in st.get("links_not_recorded", []):
         out.warn(f"{PROG}: warning: {link['file_name']}: a symlink to a file that is not a pod manifest "
-                 f"({link['reason']}); the kubelet skips it and staticpodd does not record its bytes (remove it)")
+                 f"({link['reason']}); the kubelet follows it and refuses it at every relist, and staticpodd "
+                 "does not record its bytes (remove it)")
     rows = st["components"]
     if not rows:
         out.say("no manifests")

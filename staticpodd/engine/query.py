@@ -193,7 +193,7 @@ class Query:
             # files named like another file's component (kube-scheduler beside kube-scheduler.yaml):
             # no component, not tracked; the kubelet reads a live one
             "names_taken": self._names_taken_rows(),
-            # live symlinks to files that are not pod manifests: the kubelet skips them; not recorded
+            # live symlinks to files that are not pod manifests: the kubelet refuses them; not recorded
             "links_not_recorded": [{"file_name": printable_name(n), "reason": why}
                                    for n, why in sorted(self.core.links_not_recorded.items())],
             # intents whose process is gone: a live pid is an operation still under way

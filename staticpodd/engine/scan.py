@@ -261,14 +261,16 @@ class Scanner:
         """True (and journaled once, DIRECTORY_PROBLEM kind ``symlink-not-recorded``) when live
         ``fn`` is a symlink whose bytes the kubelet refuses to decode as a pod: its target is not a
         manifest (``/etc/shadow``, a kubeconfig with its private key), so its bytes are never copied
-        into the version store. The kubelet follows the link and skips the file (docs/kubelet-contract.md "Which
-        files are pods"); ``status`` and ``doctor`` name it. A link to a real manifest is recorded."""
+        into the version store. The kubelet follows the link, fails to decode the file and runs
+        nothing from it (docs/kubelet-contract.md "Which files are pods"); ``status`` and
+        ``doctor`` name it. A link to a real manifest is recorded."""
         why = refused_link(st)
         if why is None:
             return False
         if fn not in self.core.links_not_recorded:
             self.core.log(Event.DIRECTORY_PROBLEM, f"{printable_name(fn)}: a symlink to a file that is not a pod "
-                           f"manifest ({why}); the kubelet skips it; its bytes are not recorded (remove the link)",
+                           f"manifest ({why}); the kubelet follows it and refuses it at every relist, so nothing runs "
+                           "from it; its bytes are not recorded (remove the link)",
                            priority=WARNING, file_name=printable_name(fn), kind="symlink-not-recorded")
         self.core.links_not_recorded[fn] = why
         return True

@@ -34,7 +34,8 @@ def test_park_relative_symlink(sandbox, ctl_proc):
 def test_a_symlink_to_a_secret_file_is_named_but_its_bytes_are_never_recorded(sandbox, ctl, tmp_path):
     # Found by a newcomer (stop 16): `ln -s /etc/shadow manifests/x.yaml` put the secret's bytes
     # into the version store (and `show` printed them). The kubelet follows the link, cannot decode
-    # the file as a pod and skips it; staticpodd now names the link and records nothing of it.
+    # the file as a pod and runs nothing from it (it refuses it at every relist: it does not skip
+    # it, as staticpodd once said); staticpodd names the link and records nothing of it.
     import json
 
     secret = tmp_path / "admin.conf"
@@ -47,9 +48,11 @@ def test_a_symlink_to_a_secret_file_is_named_but_its_bytes_are_never_recorded(sa
     st = json.loads(ctl("status", "--json").out)
     assert [c["component"] for c in st["components"]] == ["web"]
     assert [link["file_name"] for link in st["links_not_recorded"]] == ["admin.yaml"]
-    assert "not a pod manifest" in ctl("status").err
+    said = ctl("status").err
+    assert "not a pod manifest" in said and "the kubelet follows it and refuses it at every relist" in said
     doctor = json.loads(ctl("doctor", "--json").out)
     assert "symlink-not-recorded" in {p["code"] for p in doctor["problems"]}
+    assert all("skips it" not in p["message"] for p in doctor["problems"])
     from staticpodd.layout import Layout
     from staticpodd.store.versions import VersionStore
 
