@@ -70,7 +70,9 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             notes = []
             if r["stray"] and r["state"] == "live":
                 notes.append("STRAY: the kubelet runs this file too")
-            if r["drift"] and r["state"] != "missing":
+            if r.get("interrupted"):  # the drift and "by hand" below are that operation's half-done work
+                notes.append(f"INTERRUPTED: a {r['interrupted']} stopped half-way; run `{PROG} recover`")
+            elif r["drift"] and r["state"] != "missing":
                 notes.append("untracked: not recorded yet" if r["version"] is None
                              else "drift: changed by someone else")
             if r.get("park_broken"):
@@ -82,7 +84,7 @@ def cmd_status(args: argparse.Namespace, out: Out) -> int:
             elif r["state"] == "removed":
                 notes.append(f"not in the directory any more; `{PROG} rollback {shell_word(r['component'])}` puts "
                              f"version {r['version']} back")
-            if r.get("unparked_by_hand"):
+            if r.get("unparked_by_hand") and not r.get("interrupted"):
                 notes.append(f"moved back by hand: the kubelet runs it; `{PROG} unpark {shell_word(r['component'])}` "
                              "closes the park record")
             p = r["parked"]

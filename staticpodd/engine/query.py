@@ -185,6 +185,10 @@ class Query:
                 rows[comp] = {"component": comp, "file_name": p.file_name, "state": "missing",
                               "version": head.seq if head else None, "digest": None, "drift": True,
                               "mode": None, "stray": False, "parked": p.to_dict()}
+        stopped = [i for i in store.intents() if not pid_alive(i.pid)] if store else []
+        for i in stopped:  # its drift is the operation's half-done work, not someone else's edit
+            if i.component in rows:
+                rows[i.component]["interrupted"] = i.op
         return {
             "manifest_dir": str(self.core.layout.manifest_dir),
             "components": [rows[k] for k in sorted(rows)],
@@ -197,5 +201,5 @@ class Query:
             "links_not_recorded": [{"file_name": printable_name(n), "reason": why}
                                    for n, why in sorted(self.core.links_not_recorded.items())],
             # intents whose process is gone: a live pid is an operation still under way
-            "interrupted": sum(1 for i in store.intents() if not pid_alive(i.pid)) if store else 0,
+            "interrupted": len(stopped),
         }

@@ -122,3 +122,20 @@ def test_any_changing_command_recovers_first(kubeadm, ctl_proc, tmp_path) -> Non
 
     hist = json.loads(ctl_proc("history", "kube-scheduler", "--json").stdout)["versions"]
     assert hist[-1]["action"] == "apply" and hist[-1]["digest"] == sha(src.read_bytes())
+
+
+def test_status_calls_an_interrupted_apply_interrupted_not_someone_elses_edit(kubeadm, ctl_proc, tmp_path) -> None:
+    """A newcomer's try: after an apply SIGKILLed past its rename, status said "drift: changed by
+    someone else" beside "interrupted operations: 1". The row now names the operation."""
+    ctl_proc("status")  # adopt the four
+    src = tmp_path / SCHED
+    src.write_bytes((kubeadm.manifests / SCHED).read_bytes().replace(b"--leader-elect=true", b"--leader-elect=false"))
+    r = ctl_proc("apply", str(src), env={"STATICPODD_TEST_CRASHPOINT": "swap:renamed"})
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    out = ctl_proc("status").stdout
+    row = next(line for line in out.splitlines() if line.startswith("kube-scheduler"))
+    assert "INTERRUPTED: a swap stopped half-way" in row and "staticpodctl recover" in row, out
+    assert "someone else" not in row, out
+    assert ctl_proc("recover").returncode == 0
+    row = next(line for line in ctl_proc("status").stdout.splitlines() if line.startswith("kube-scheduler"))
+    assert "INTERRUPTED" not in row and "drift" not in row, row
