@@ -222,10 +222,11 @@ def parse_duration(text: str) -> float:
     Raises UsageError naming the text. (Zero is allowed here; callers that need more say so.)
     """
     t = str(text).strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d*)?", t):
+    # ASCII digits only ([0-9], not \d): Python's \d and float() also take other scripts' digits
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", t):
         return float(t)
     pos, value = 0, 0.0
-    for m in re.finditer(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)", t):
+    for m in re.finditer(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ms|s|m|h|d)", t):
         if m.start() != pos:
             break
         value += float(m.group(1)) * _DURATION_UNITS[m.group(2)]

@@ -40,7 +40,7 @@ def test_durations_read_like_kubeadm_and_go(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "5x", "m5", "kube-scheduler", "0s", "5m junk"])
+@pytest.mark.parametrize("text", ["", "5x", "m5", "kube-scheduler", "0s", "5m junk", "\u0661\u0660m", "\u0661\u0660"])
 def test_bad_durations_are_usage_errors(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         parse_duration(text)
