@@ -370,6 +370,11 @@ def _describe(error: Any) -> tuple[str, list[Any], str | None]:
     return f"{dotted or '(top level)'}: {error.message}", key_path, None
 
 
+#: The largest configuration file read (bytes): PyYAML takes about a second a MiB, and a real one is
+#: a few KiB.
+CONFIG_MAX_BYTES = 1 << 20
+
+
 def read_config_bytes(file: Path) -> bytes:
     """The bytes of the configuration file, refused (ConfigError naming the path, owner and mode)
     when another user owns it or a group or others may write it, or the same of its directory: the
@@ -380,7 +385,12 @@ def read_config_bytes(file: Path) -> bytes:
 
     try:
         check_path(file, "configuration file", parents_up_to=file.parent)
-        return read_trusted(file, "configuration file", limit=64 << 20, follow=True)
+        data = read_trusted(file, "configuration file", limit=CONFIG_MAX_BYTES + 1, follow=True)
+        if len(data) > CONFIG_MAX_BYTES:  # refused, not cut short: a cut file may still parse
+            raise ConfigError(f"the configuration file is larger than {CONFIG_MAX_BYTES >> 20} MiB "
+                              "(a configuration is a few KiB)", path=str(file),
+                              hint="is this the right file? see staticpodd.yaml(5)")
+        return data
     except Untrusted as exc:
         raise ConfigError(exc.message, path=exc.path, hint=exc.hint) from None
     except FileNotFoundError:

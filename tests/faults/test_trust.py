@@ -93,6 +93,19 @@ def test_a_configuration_with_three_mistakes_names_all_three_with_line_and_field
     assert "on_stray" in doctor.out + doctor.err and "rescan_interval" in doctor.out + doctor.err
 
 
+def test_a_configuration_over_one_mib_is_refused_not_read_for_seconds_or_cut_short(sandbox):
+    """A newcomer's try: 20 MB of comment took 22 s and was "configuration OK"; past the read
+    limit the file was cut short and what was left parsed."""
+    from staticpodd.config import load_config
+    from staticpodd.errors import ConfigError
+
+    cfg = write_config(sandbox, "rescan_interval: 30\n" + "#" * 80 + "\n")
+    with cfg.open("a") as f:
+        f.write("# padding\n" * 120_000)  # about 1.2 MB of comment
+    with pytest.raises(ConfigError, match="larger than 1 MiB"):
+        load_config(cfg)
+
+
 def test_a_parked_copy_swapped_through_a_0777_parked_directory_is_not_started(kubeadm, ctl):
     assert ctl("park", "kube-scheduler", "--reason", "drill").rc == 0
     private = kubeadm.manifests / ".staticpodd"
