@@ -190,7 +190,7 @@ def build_parser(verb: str | None = None, *, only: bool = False) -> argparse.Arg
         if name == "validate" and (full or verb == "validate"):
             from ..validate.cli import add_validate_parser
 
-            p = add_validate_parser(sub)
+            p = add_validate_parser(sub, default_dir=True)
             _common(p, top=False)
             p.set_defaults(handler=LazyHandler("validate", "cmd_validate"))
             continue
@@ -316,7 +316,7 @@ def _recover(p: argparse.ArgumentParser, wait: bool) -> None:
 def _validate_placeholder(p: argparse.ArgumentParser, wait: bool) -> None:
     """Good for ``--help`` only: the real parser (:func:`staticpodd.validate.cli.add_validate_parser`)
     imports the validator, so it is built only when ``validate`` runs (or for the man page)."""
-    p.add_argument("path", nargs="+")
+    p.add_argument("path", nargs="*")
 
 
 @_verb("doctor", "check the whole directory as the kubelet reads it, the store and the daemon")

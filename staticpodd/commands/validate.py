@@ -16,7 +16,10 @@ def cmd_validate(args: argparse.Namespace, out: Out) -> int:
     """Run staticpodd.validate.cli.run_validate with the configuration as base options; exit 0, 1 or 2."""
     from ..validate.cli import run_validate
 
-    args.base_options = build_engine(args, verbs="gate").validate_options()  # config defaults; flags win
+    eng = build_engine(args, verbs="gate")
+    args.base_options = eng.validate_options()  # config defaults; flags win
+    if not getattr(args, "paths", None):  # no PATH: the directory the kubelet reads, under --root
+        args.paths = [str(eng.core.layout.manifest_dir)]
     # names with a newline are shown escaped (termsafe.safe)
     for p in getattr(args, "paths", None) or getattr(args, "path", None) or []:
         note_names([os.path.basename(p)])

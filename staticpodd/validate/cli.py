@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
 
-def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``validate`` verb to an argparse ``subparsers`` object; returns its parser."""
+def add_validate_parser(subparsers: Any, *, default_dir: bool = False) -> argparse.ArgumentParser:
+    """Add the ``validate`` verb to an argparse ``subparsers`` object; returns its parser.
+    ``default_dir``: PATH may be left out (staticpodctl then validates the manifest directory of
+    ``--root``); the stand-alone entry has no root, so it needs one."""
     from staticpodd.resources import DEFAULT_VERSION, SUPPORTED_VERSIONS
 
     p = subparsers.add_parser(
@@ -36,7 +38,9 @@ def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Exit 0: no errors (warnings allowed); 1: errors; 2: usage error."
         ),
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a manifest file or a manifest directory")
+    p.add_argument("paths", nargs="*" if default_dir else "+", metavar="PATH",
+                   help="a manifest file or a manifest directory"
+                   + (" (default: the manifest directory, under --root)" if default_dir else ""))
     p.add_argument("--strict", action="store_true", help="unknown fields are errors, not warnings")
     p.add_argument(
         "--kubernetes-version",

@@ -964,3 +964,13 @@ def test_doctor_judges_the_present_not_a_heartbeat_problem_fixed_since(kubeadm, 
     hb.write_text(json.dumps({"pid": os.getpid(), "state": "running", "problems": [*stale, lock]}))
     r = ctl("doctor", "--json")
     assert r.rc == 1 and [p["code"] for p in r.json()["problems"]] == ["lock-timeout"]
+
+
+def test_validate_with_no_path_checks_the_manifest_directory_under_root(kubeadm, ctl) -> None:
+    """A newcomer's try: ``staticpodctl --root R validate /etc/kubernetes/manifests`` read the host's
+    path (``--root`` moves only default paths); with no PATH, validate now checks R's directory."""
+    (kubeadm.manifests / "kube-scheduler.yaml.bak").write_bytes((kubeadm.manifests / SCHED).read_bytes())
+    r = ctl("validate", "--json")
+    assert r.rc == 1, r.out + r.err
+    found = r.json()["findings"]
+    assert any(f["code"] == "duplicate-pod" and f["path"].startswith(str(kubeadm.manifests)) for f in found), found
