@@ -2,7 +2,7 @@
 
 Everything is real: debootstrap's root booted by systemd-nspawn (systemd 252 as PID 1), the
 .deb built by packaging/build-deb.sh from the tracked files and installed with dpkg, kubeadm
-v1.34.2 built from the k8s.io/kubernetes Go module by tests/e2e/build-binaries.
+v1.37.2 from the control-plane tier's build (tests/e2e/build-binaries, ``$STATICPODD_CP_BIN``).
 """
 
 from __future__ import annotations
@@ -36,16 +36,26 @@ def node_root() -> Path:
 
 @pytest.fixture(scope="session")
 def kube_bin() -> Path:
-    """The directory holding kubeadm and kubelet v1.34.2 (tests/e2e/build-binaries)."""
+    """The directory holding kubeadm and kubelet v1.37.2: the control-plane tier's build
+    (``$STATICPODD_CP_BIN``, which .ci/test sets; else tests/e2e/build-binaries with the same
+    settings, so one build serves both tiers)."""
     _need_host_tools()
-    # pinned: KUBEADM_CONFIG and test_node_life's preflight expectations are kubeadm v1.34.2's
-    r = subprocess.run(["bash", str(REPO / "tests/e2e/build-binaries")], capture_output=True, text=True,
-                       timeout=3600, env={**os.environ, "KUBE_VERSION": "v1.34.2", "CRICTL_VERSION": "v1.34.0",
-                                          "KUBE_CMDS": "kubelet kubeadm", "ETCD_VERSION": ""})
-    assert r.returncode == 0, f"tests/e2e/build-binaries failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    d = Path(r.stdout.strip().splitlines()[-1])
-    assert (d / "kubeadm").is_file(), d
+    # pinned: KUBEADM_CONFIG and test_node_life's preflight expectations are kubeadm v1.37.2's
+    env_dir = os.environ.get("STATICPODD_CP_BIN")
+    if env_dir:
+        d = Path(env_dir)
+    else:
+        r = subprocess.run(["bash", str(REPO / "tests/e2e/build-binaries")], capture_output=True, text=True,
+                           timeout=3600, env={**os.environ, **CP_BUILD})
+        assert r.returncode == 0, f"tests/e2e/build-binaries failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        d = Path(r.stdout.strip().splitlines()[-1])
+    assert (d / "kubeadm").is_file() and (d / "kubelet").is_file(), d
     return d
+
+
+#: the control-plane tier's build (.ci/test): the node tier reuses it rather than build its own
+CP_BUILD = {"KUBE_VERSION": "v1.37.2", "CRICTL_VERSION": "v1.37.0", "ETCD_VERSION": "v3.7.3",
+            "KUBE_CMDS": "kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kubeadm"}
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +94,7 @@ nodeRegistration:
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: v1.34.2
+kubernetesVersion: v1.37.2
 """
 
 
