@@ -57,10 +57,18 @@ TESTS = Path(__file__).resolve().parent
 ONLY_TIERS = set(os.environ.get("STATICPODD_TESTS_TIERS", "").split())
 
 
+#: The tiers that need the Go fixtures run after every other tier, in this order: the test command
+#: builds those fixtures in the background meanwhile (.ci/test, tests/e2e/background_builds.py),
+#: so that on a new machine the other tiers hide the builds' 20 minutes.
+LATE_TIERS = ("node", "e2e", "controlplane")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test with its tier, from its path (TIER_OF_FILE, else TIER_OF_DIR); with
-    STATICPODD_TESTS_TIERS, deselect the tests of every other tier."""
+    STATICPODD_TESTS_TIERS, deselect the tests of every other tier; move the LATE_TIERS last
+    (a stable sort: each tier keeps its own order)."""
     deselected: list[pytest.Item] = []
+    rank: dict[pytest.Item, int] = {}
     for item in items:
         try:
             rel = item.path.resolve().relative_to(TESTS)
@@ -70,12 +78,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier is None:  # a new test directory: say which tier it is (CONTRIBUTING.md)
             raise pytest.UsageError(f"{rel}: tests/{rel.parts[0]} has no tier in tests/conftest.py TIER_OF_DIR")
         item.add_marker(getattr(pytest.mark, tier))
+        rank[item] = LATE_TIERS.index(tier) + 1 if tier in LATE_TIERS else 0
         if ONLY_TIERS and tier not in ONLY_TIERS:
             deselected.append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         dropped = set(deselected)
         items[:] = [i for i in items if i not in dropped]
+    items.sort(key=lambda i: rank.get(i, 0))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

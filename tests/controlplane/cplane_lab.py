@@ -56,6 +56,7 @@ E2E = REPO / "tests" / "e2e"
 if str(E2E) not in sys.path:
     sys.path.insert(0, str(E2E))
 
+import background_builds  # noqa: E402
 from kubelet_lab import CACHE, _build_pause, _digest, _docker_archive  # noqa: E402
 from lab_host import (  # noqa: E402
     LabError,
@@ -91,15 +92,18 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 
 
 def bin_dir() -> Path:
-    """The directory with the six Kubernetes programs, etcd and crictl: ``$STATICPODD_CP_BIN``,
-    else what ``tests/e2e/build-binaries`` prints for the control plane's versions (it builds
+    """The directory with the six Kubernetes programs, etcd and crictl: ``$STATICPODD_CP_BIN`` (a
+    directory, or ``wait:…`` for a build .ci/test runs in the background), else what ``tests/e2e/build-binaries`` prints for the control plane's versions (it builds
     them the first time: about 10 min on 2 cores, then cached by version).
 
     Raises LabError when they cannot be had.
     """
     env = os.environ.get("STATICPODD_CP_BIN")
     if env:
-        d = Path(env)
+        try:
+            d = background_builds.resolve(env)  # `wait:…` from .ci/test: built in the background
+        except background_builds.BuildFailed as exc:
+            raise LabError(str(exc)) from None
     else:
         proc = subprocess.run(
             ["bash", str(E2E / "build-binaries")], capture_output=True, text=True, check=False,

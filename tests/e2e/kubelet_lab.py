@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import background_builds
 from lab_host import (  # the host side shared with tests/controlplane/cplane_lab.py
     LabError,
     _alive,
@@ -123,14 +124,18 @@ APP_NAMES = (
 
 # --- binaries and images ----------------------------------------------------------------------
 def bin_dir() -> Path:
-    """The directory with kubelet, kubeadm and crictl: ``$STATICPODD_E2E_BIN``, else what
+    """The directory with kubelet, kubeadm and crictl: ``$STATICPODD_E2E_BIN`` (a directory, or
+    ``wait:…`` for a build .ci/test runs in the background: tests/e2e/background_builds.py), else what
     ``tests/e2e/build-binaries`` prints (it builds them the first time: minutes).
 
     Raises LabError when they cannot be had.
     """
     env = os.environ.get("STATICPODD_E2E_BIN")
     if env:
-        d = Path(env)
+        try:
+            d = background_builds.resolve(env)  # `wait:…` from .ci/test: built in the background
+        except background_builds.BuildFailed as exc:
+            raise LabError(str(exc)) from None
     else:
         proc = subprocess.run(
             ["bash", str(HERE / "build-binaries")], capture_output=True, text=True, check=False

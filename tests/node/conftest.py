@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+import background_builds  # noqa: E402  (tests/e2e: shared with the lab tiers)
 from nodelib import HOST_PATH, REPO, BootedNode, build_root
 
 from staticpodd import __version__
@@ -43,7 +47,14 @@ def kube_bin() -> Path:
     # pinned: KUBEADM_CONFIG and test_node_life's preflight expectations are kubeadm v1.37.2's
     env_dir = os.environ.get("STATICPODD_CP_BIN")
     if env_dir:
-        d = Path(env_dir)
+        try:
+            d = background_builds.resolve(env_dir)  # `wait:…`: .ci/test builds it in the background
+        except background_builds.BuildFailed as exc:
+            failed = str(exc)
+        else:
+            failed = ""
+        if failed:
+            pytest.fail(failed, pytrace=False)
     else:
         r = subprocess.run(["bash", str(REPO / "tests/e2e/build-binaries")], capture_output=True, text=True,
                            timeout=3600, env={**os.environ, **CP_BUILD})
