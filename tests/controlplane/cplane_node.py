@@ -65,8 +65,10 @@ class Node:
         pod = self.pod(name, namespace)
         return bool(pod) and pod["status"].get("phase") == "Running"
 
-    def reset(self) -> None:
-        """The scheduler live and Ready, no test pods left in ``default``."""
+    def reset(self, *, settle: bool = True) -> None:
+        """No park left, no test pods left in ``default``, and with ``settle`` the scheduler Ready
+        (a test's set-up settles; its teardown need not, so the session's last test does not wait
+        out a scheduler's crash back-off that no later test needs)."""
         # Every park a test left (one that failed half-way may leave kube-apiserver parked, and
         # then every later test would wait for a scheduler whose API server is gone): etcd and
         # kube-apiserver first, a broken park ended by keeping the live copy.
@@ -81,6 +83,8 @@ class Node:
                       "the API server to answer again")
         self.kubectl("delete", "pods", "--all", "-n", "default", "--grace-period=0", "--force", "--wait=true",
                      check=False)
+        if not settle:
+            return
         # 330 s: a scheduler that exited (its lease lost while the API server was away) is started
         # again under the kubelet's crash back-off, at most 5 min
         self.wait(lambda: mirror_ready(self.lab, "kube-scheduler"), 330, "kube-scheduler Ready again")

@@ -61,15 +61,25 @@ def test_kubeadm_upgrade_apply_with_patches_beside_the_daemon_records_one_versio
 
 
 def test_with_the_scheduler_parked_staticpodd_warns_before_and_kubeadm_upgrade_changes_nothing(cp: Node) -> None:
+    """kubeadm's cluster health check refuses the upgrade: StaticPodManifest does not find
+    kube-scheduler.yaml. The node is drained (cordoned) first, as before maintenance: with no
+    schedulable Node kubeadm skips its CreateJob check, which would otherwise wait its fixed 60 s
+    for a Job that no scheduler places (cmd/kubeadm/app/phases/upgrade/health.go ``createJob``)
+    and fail too; docs/tasks/kubeadm-upgrade.md names both."""
     cp.ctl("park", "kube-scheduler", "--wait", "--reason", "drill", check=True)
     status = cp.ctl("status")
     assert "kubeadm upgrade refuses while kube-scheduler is parked" in status.stdout, status.stdout
     problems = cp.ctl_json("doctor")["problems"]
     assert any(p["code"] == "parked-blocks-kubeadm-upgrade" for p in problems), problems
     parked = cp.lab.read("/etc/kubernetes/manifests/.staticpodd/parked/kube-scheduler.yaml")
-    up = _upgrade(cp, timeout=120)
-    assert up.returncode != 0  # preflight: the manifest is missing and the health-check Job needs a scheduler
-    assert "kube-scheduler" in up.stdout + up.stderr
+    cp.kubectl("cordon", cp.name)
+    try:
+        up = _upgrade(cp, timeout=120)
+    finally:
+        cp.kubectl("uncordon", cp.name)
+    said = up.stdout + up.stderr
+    assert up.returncode != 0, said
+    assert "[ERROR StaticPodManifest]" in said and "kube-scheduler.yaml" in said, said[-3000:]
     # nothing lost: the park stands with the same bytes
     comps = {c["component"]: c for c in cp.ctl_json("status")["components"]}
     assert comps["kube-scheduler"]["state"] == "parked", comps["kube-scheduler"]
