@@ -560,8 +560,11 @@ def _check_kubernetes_version(data: dict[str, Any], node: Any, file: Path) -> No
             ) from None
 
 def _check_textfile_dir(data: dict[str, Any], node: Any, file: Path, layout: Layout | None) -> None:
-    """Refuse (ConfigError) a ``metrics.textfile_dir`` that is the manifest directory: the metrics
-    file would sit where the kubelet reads every non-dot file as a pod."""
+    """Refuse (ConfigError, naming the file, line and field) a ``metrics.textfile_dir`` that is the
+    manifest directory (the metrics file would sit where the kubelet reads every non-dot file as a
+    pod) or that exists and is not a directory (``/etc/passwd``: every write would fail). A
+    directory that does not exist yet passes: node_exporter's package may create it later, and the
+    daemon reports a failed write as a problem."""
     tdir = (data.get("metrics") or {}).get("textfile_dir")
     if not tdir:
         return
@@ -572,13 +575,17 @@ def _check_textfile_dir(data: dict[str, Any], node: Any, file: Path, layout: Lay
         mdir = under_root(root, data["manifest_dir"])
     else:
         mdir = layout.manifest_dir if layout is not None else under_root(root, DEFAULT_MANIFEST_DIR)
-    if os.path.realpath(under_root(root, tdir)) != os.path.realpath(mdir):
+    where = under_root(root, tdir)
+    if os.path.realpath(where) == os.path.realpath(mdir):
+        problem = "is the manifest directory; the kubelet would read the metrics file there as a pod"
+    elif os.path.lexists(where) and not os.path.isdir(where):
+        problem = "exists and is not a directory; the metrics file could never be written there"
+    else:
         return
     target = _node_at(node, ["metrics", "textfile_dir"])
     mark = getattr(target, "start_mark", None)
     raise ConfigError(
-        f"metrics.textfile_dir: {tdir} is the manifest directory; the kubelet would read the metrics file "
-        "there as a pod",
+        f"metrics.textfile_dir: {tdir} {problem}",
         path=str(file),
         line=mark.line + 1 if mark else None,
         column=mark.column + 1 if mark else None,

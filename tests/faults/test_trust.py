@@ -225,6 +225,23 @@ def test_a_metrics_textfile_dir_that_is_the_manifest_directory_is_refused(sandbo
     assert str(cfg) in str(caught.value)
 
 
+def test_a_metrics_textfile_dir_that_is_a_file_is_refused_and_a_missing_one_passes(sandbox):
+    from staticpodd.config import load_config
+    from staticpodd.errors import ConfigError
+    from staticpodd.layout import Layout
+
+    (sandbox.root / "etc").mkdir(exist_ok=True)
+    (sandbox.root / "etc/passwd").write_text("root:x:0:0::/root:/bin/sh\n")
+    cfg = write_config(sandbox, "metrics:\n  enabled: true\n  textfile_dir: /etc/passwd\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(Layout.build(sandbox.root))
+    assert caught.value.line == 3 and caught.value.field == "metrics.textfile_dir"
+    assert "exists and is not a directory" in str(caught.value) and str(cfg) in str(caught.value)
+    assert (sandbox.root / "etc/passwd").read_text() == "root:x:0:0::/root:/bin/sh\n"
+    write_config(sandbox, "metrics:\n  enabled: true\n  textfile_dir: /var/lib/not-yet\n")
+    assert load_config(Layout.build(sandbox.root)).metrics.textfile_dir == "/var/lib/not-yet"
+
+
 def engine_for(root: Path):
     from staticpodd.engine import Engine
     from staticpodd.engine.model import Actor
