@@ -113,6 +113,7 @@ class ClusterHook:
         self._on_queued = on_queued
         self.seqs: list[int] = []
         self.state_changed = False
+        self.state_request = 0  # the outbox's request_state() number for a change with no Event
         self.error: str | None = None
 
     def enabled(self) -> bool:
@@ -143,6 +144,11 @@ class ClusterHook:
 
                 with Outbox(layout.state_dir, limit=int(self._config().cluster.queue_limit)) as box:
                     self.seqs.append(box.put(entry))
+            else:  # only the annotations change: no row to wait for, so ask for a flush after this
+                from .outbox import Outbox
+
+                with Outbox(layout.state_dir, limit=int(self._config().cluster.queue_limit)) as box:
+                    self.state_request = box.request_state()
             self.state_changed = True
             if self._on_queued is not None:
                 self._on_queued()
@@ -185,7 +191,10 @@ class ClusterHook:
                         if mine and int(box.get("attempted_through") or 0) >= mine:
                             break
                         time.sleep(0.002)
-                    left = box.waiting(self.seqs)
+                    # a change with no Event of its own: until a flush that began after it ends
+                    while not behind and box.served() < self.state_request and time.monotonic() < end:
+                        time.sleep(0.002)
+                    left = box.waiting(self.seqs) + (box.served() < self.state_request)
                     # published: this verb's Events went out and the flush that took them had no
                     # error (the annotations it patched first are the rest of what the verb changed)
                     out["error"] = box.get("error")

@@ -231,6 +231,30 @@ class Outbox:
             return []
         return [str(kept[str(s)]) for s in seqs if isinstance(kept, dict) and str(s) in kept]
 
+    def request_state(self) -> int:
+        """Ask the next flush to publish the Node's annotations as the store has them now: a
+        change that queues no Event (an edit of a parked copy, a removal seen) has no row whose
+        ``seq`` a verb could wait for. Returns this request's number; a flush that began after
+        it sets ``state_served`` to at least that number (see :meth:`served`)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            n = int(self._meta(db, "state_requested") or 0) + 1
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('state_requested', ?)", (str(n),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return n
+
+    def requested(self) -> int:
+        """The newest :meth:`request_state` number (0: none)."""
+        return int(self.get("state_requested") or 0)
+
+    def served(self) -> int:
+        """The newest request number a finished flush had seen when it began (0: none)."""
+        return int(self.get("state_served") or 0)
+
     def attempted(self, seq: int) -> None:
         """Count one failed attempt at an entry."""
         self._db.execute("UPDATE outbox SET attempts = attempts + 1 WHERE seq = ?", (seq,))

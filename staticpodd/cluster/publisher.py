@@ -110,6 +110,7 @@ class Publisher:
                 result["waiting"] = box.waiting()
                 return
             through = box.last_seq()
+            requested = box.requested()  # annotation-only changes asked for before this flush read the store
             if box.get("node") != self.node_name:
                 box.set("node", self.node_name)
             self._flush(box, result, resync, deadline)
@@ -119,6 +120,7 @@ class Publisher:
                 box.set("published_at", iso(time.time()))
             # last: a verb that sees its rows attempted reads this flush's error, not the one before
             # (CI saw "queued" with no reason when this came first)
+            box.set("state_served", str(requested))
             box.set("attempted_through", str(through))
         finally:
             os.close(lock)

@@ -212,6 +212,36 @@ def test_a_verb_that_sees_its_rows_attempted_reads_that_flushs_error_not_the_one
     assert seen and seen[0] is not None, seen
 
 
+def test_a_change_with_no_event_is_published_only_once_a_flush_after_it_has_run(kubeadm, api, monkeypatch) -> None:
+    # An edit of a parked copy (PARKED_COPY_UPDATED) changes the annotations and queues no Event.
+    # Beside a daemon, the verb said "published" at once, before any flush had read the change.
+    import threading
+
+    from staticpodd.cluster import hook as hook_mod
+    from staticpodd.config import Config
+    from staticpodd.journal import INFO, Event
+    from staticpodd.layout import Layout
+
+    _publish(kubeadm, api)
+    layout = Layout.build(kubeadm.root)
+    cfg = Config.from_dict({"cluster": {"publish": True}})
+    monkeypatch.setattr(hook_mod, "poke", lambda _layout: True)  # a daemon runs (and publishes nothing yet)
+    pub = hook_mod.make_publisher(layout, cfg)
+    assert pub.flush()["error"] is None  # a flush before the change: it does not count
+    patches = sum(1 for method, _path in api.calls if method == "PATCH")
+
+    hook = hook_mod.ClusterHook(lambda: layout, lambda: cfg)
+    hook(Event.PARKED_COPY_UPDATED, "kube-scheduler: the parked copy changed", INFO, {"component": "kube-scheduler"})
+    assert not hook.seqs
+    rep = hook.report(budget=0.3)
+    assert rep is not None and rep["state"] == "queued", rep  # no flush has run since the change
+
+    threading.Timer(0.2, pub.flush, kwargs={"resync": True}).start()  # the daemon's next flush
+    rep = hook.report(budget=10)
+    assert rep is not None and rep["state"] == "published" and rep["error"] is None, rep
+    assert sum(1 for method, _path in api.calls if method == "PATCH") > patches  # the resync patched
+
+
 def test_a_long_queue_is_read_a_batch_at_a_time_and_goes_out_whole_in_order(kubeadm, api, monkeypatch) -> None:
     from staticpodd.cluster.hook import make_publisher
     from staticpodd.config import Config
