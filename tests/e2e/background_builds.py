@@ -16,10 +16,11 @@ The builder writes, for each build NAME in its STATE directory:
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
+
+from lab_host import _alive
 
 WAIT = "wait:"
 
@@ -28,18 +29,12 @@ class BuildFailed(RuntimeError):
     """A background build failed or stopped; the message carries the end of its log."""
 
 
-def _alive(pid_file: Path) -> bool:
+def _builder_alive(pid_file: Path) -> bool:
     try:
         pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):
         return True  # not written yet: the builder is starting
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return _alive(pid)
 
 
 def _log_tail(base: Path, chars: int = 3000) -> str:
@@ -68,7 +63,7 @@ def resolve(value: str, *, timeout: float = 3600.0, poll: float = 1.0) -> Path:
         if failed.exists():
             raise BuildFailed(f"the background build {base.name} failed ({failed.read_text().strip()}); "
                               f"its log ({base.with_suffix('.log')}) ends:\n{_log_tail(base)}")
-        if not _alive(pid_file):
+        if not _builder_alive(pid_file):
             if done.exists() or failed.exists():  # finished between the two looks
                 continue
             raise BuildFailed(f"the background builder ({pid_file}) stopped without a result for {base.name}; "
