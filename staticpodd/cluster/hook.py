@@ -139,15 +139,12 @@ class ClusterHook:
         try:
             entry = entry_for(name, message, fields, at=iso(time.time()))
             layout = self._layout()
-            if entry is not None:
-                from .outbox import Outbox
+            from .outbox import Outbox
 
-                with Outbox(layout.state_dir, limit=int(self._config().cluster.queue_limit)) as box:
+            with Outbox(layout.state_dir, limit=int(self._config().cluster.queue_limit)) as box:
+                if entry is not None:
                     self.seqs.append(box.put(entry))
-            else:  # only the annotations change: no row to wait for, so ask for a flush after this
-                from .outbox import Outbox
-
-                with Outbox(layout.state_dir, limit=int(self._config().cluster.queue_limit)) as box:
+                else:  # only the annotations change: no row to wait for, so ask for a flush after this
                     self.state_request = box.request_state()
             self.state_changed = True
             if self._on_queued is not None:
