@@ -2,7 +2,7 @@
 
 On a new machine the Go builds (the control-plane set, the second kubelet minor, containerd 2)
 take about 20 min of wall time on 2 cores. ``.ci/test`` starts them under ``nice`` before pytest
-(``.ci/background-builds``) and the collection orders the tiers that need them last
+and the collection orders the tiers that need them last
 (tests/conftest.py), so the half hour of other tiers hides them. Those tiers are handed
 ``wait:STATE/NAME`` where a directory would go (``STATICPODD_CP_BIN``, ``STATICPODD_E2E_BIN``):
 :func:`resolve` waits for the build's outcome.
@@ -20,13 +20,14 @@ import sys
 import time
 from pathlib import Path
 
-from lab_host import _alive
+from lab_host import LabError, _alive
 
 WAIT = "wait:"
 
 
-class BuildFailed(RuntimeError):
-    """A background build failed or stopped; the message carries the end of its log."""
+class BuildFailed(LabError):
+    """A background build failed or stopped; the message carries the end of its log (a LabError:
+    the labs' ``bin_dir`` passes it on as their own failure)."""
 
 
 def _builder_alive(pid_file: Path) -> bool:

@@ -2,7 +2,7 @@
 
 Everything is real: debootstrap's root booted by systemd-nspawn (systemd 252 as PID 1), the
 .deb built by packaging/build-deb.sh from the tracked files and installed with dpkg, kubeadm
-v1.37.2 from the control-plane tier's build (tests/e2e/build-binaries, ``$STATICPODD_CP_BIN``).
+v1.37.2 from the control-plane tier's build (tests/controlplane/cplane_lab.py ``bin_dir``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-import background_builds  # noqa: E402  (tests/e2e: shared with the lab tiers)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controlplane"))
+import cplane_lab  # noqa: E402  (its binaries: one build serves both tiers)
 from nodelib import HOST_PATH, REPO, BootedNode, build_root
 
 from staticpodd import __version__
@@ -41,32 +41,14 @@ def node_root() -> Path:
 @pytest.fixture(scope="session")
 def kube_bin() -> Path:
     """The directory holding kubeadm and kubelet v1.37.2: the control-plane tier's build
-    (``$STATICPODD_CP_BIN``, which .ci/test sets; else tests/e2e/build-binaries with the same
-    settings, so one build serves both tiers)."""
+    (``cplane_lab.bin_dir``: ``$STATICPODD_CP_BIN``, which .ci/test sets, else built with the
+    same settings)."""
     _need_host_tools()
-    # pinned: KUBEADM_CONFIG and test_node_life's preflight expectations are kubeadm v1.37.2's
-    env_dir = os.environ.get("STATICPODD_CP_BIN")
-    if env_dir:
-        try:
-            d = background_builds.resolve(env_dir)  # `wait:…`: .ci/test builds it in the background
-        except background_builds.BuildFailed as exc:
-            failed = str(exc)
-        else:
-            failed = ""
-        if failed:
-            pytest.fail(failed, pytrace=False)
-    else:
-        r = subprocess.run(["bash", str(REPO / "tests/e2e/build-binaries")], capture_output=True, text=True,
-                           timeout=3600, env={**os.environ, **CP_BUILD})
-        assert r.returncode == 0, f"tests/e2e/build-binaries failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-        d = Path(r.stdout.strip().splitlines()[-1])
-    assert (d / "kubeadm").is_file() and (d / "kubelet").is_file(), d
-    return d
-
-
-#: the control-plane tier's build (.ci/test): the node tier reuses it rather than build its own
-CP_BUILD = {"KUBE_VERSION": "v1.37.2", "CRICTL_VERSION": "v1.37.0", "ETCD_VERSION": "v3.7.3",
-            "KUBE_CMDS": "kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kubeadm"}
+    try:
+        return cplane_lab.bin_dir()
+    except cplane_lab.LabError as exc:
+        failed = str(exc)
+    pytest.fail(failed, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -105,8 +87,7 @@ nodeRegistration:
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: v1.37.2
-"""
+kubernetesVersion: """ + cplane_lab.KUBE_VERSION + "\n"
 
 
 @pytest.fixture
